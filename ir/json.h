@@ -1,0 +1,33 @@
+// ir/json.h: reading and writing programs as JSON (IR spec section 6).
+// Nothing here throws: parse and type errors come back as a Status whose message starts with the
+// JSON path of the offending value, e.g. "tasks[17].waits[2].threshold: expected a positive
+// integer, got 1.5".
+#pragma once
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/program.h"
+#include "ir/status.h"
+
+namespace amk::ir {
+
+/// Parse a program from JSON text. Enum names are strings; unknown names, wrong types, non-finite
+/// or out-of-range numbers and a major version mismatch are errors. Unknown top-level keys are
+/// ignored and unknown `target`/`config` keys dropped.
+Result<Program> program_from_json_text(std::string_view text);
+/// Read and parse a file; "-" reads standard input.
+Result<Program> program_load(const std::string& path);
+/// Serialize (indent 2, spec key order). program_from_json_text(program_to_json(p)) re-serializes
+/// to the same bytes.
+std::string program_to_json(const Program& program);
+/// Write atomically (a temporary file renamed into place), so a failed write leaves nothing half-written.
+Status program_save(const Program& program, const std::string& path);
+
+/// A GpuTarget from a JSON object; `path` prefixes error messages. Unknown keys are dropped.
+Result<GpuTarget> gpu_target_from_json(const nlohmann::json& j, const std::string& path);
+/// A GpuTarget as a JSON object in spec field order.
+nlohmann::ordered_json gpu_target_to_json(const GpuTarget& t);
+
+}  // namespace amk::ir

@@ -1,0 +1,45 @@
+// ir/opspec.h: arity and required params per opcode (the spec's OP_REGISTRY), and the FUSED recipes.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "ir/enums.h"
+
+namespace amk::ir {
+
+/// What validate() checks an instruction's shape against.
+struct OpSpec {
+  Opcode op;
+  std::string_view name;
+  int min_inputs;
+  int max_inputs;
+  int outputs;
+  std::vector<std::string_view> required_params;
+};
+/// The spec for an opcode (always found: Opcode values come from opcodes.def).
+const OpSpec& op_spec(Opcode op);
+/// All specs, indexed by opcode code.
+const std::vector<OpSpec>& op_specs();
+
+/// FUSED recipes: what a FUSED task computes (docs/OPCODES.md). The id lives in flags bits 16-31.
+enum class FusedRecipe : int32_t {
+  GemvAdd = 1,         ///< [x, W, residual] -> out tile = x @ W.T + residual tile
+  RmsNormGemv = 2,     ///< [x, norm_w, W] -> out tile = rmsnorm(x) * norm_w @ W.T
+  SiluMulGemv = 3,     ///< [gate, up, W] -> out tile = (silu(gate) * up) @ W.T
+  SiluMulGemvAdd = 4,  ///< [gate, up, W, residual] -> SiluMulGemv + residual tile
+};
+struct RecipeSpec {
+  FusedRecipe recipe;
+  std::string_view name;  ///< the `recipe` param value, e.g. "GEMV_ADD"
+  int inputs;
+  std::vector<std::string_view> required_params;
+  int residual_input;     ///< index of the input read only over the output tile, or -1
+};
+/// All recipes.
+const std::vector<RecipeSpec>& recipe_specs();
+/// The recipe named `name`, or nullptr.
+const RecipeSpec* recipe_find(std::string_view name);
+/// The recipe with id `id`, or nullptr.
+const RecipeSpec* recipe_find(int64_t id);
+
+}  // namespace amk::ir
