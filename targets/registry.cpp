@@ -1,0 +1,1 @@
+// targets/registry.cpp: STUB, to be replaced.
