@@ -61,6 +61,10 @@ std::string param_value_text(const ParamValue& v);
 /// `flags` bits (DESIGN.md): bit0 causal, bit1 PARTIAL_WRITE; FUSED keeps its recipe id in bits 16-31.
 inline constexpr int64_t kFlagCausal = 1 << 0;
 inline constexpr int64_t kFlagPartialWrite = 1 << 1;
+/// pos follows the decode step: effective pos = params.pos + step.pos (ROPE, KV_APPEND).
+inline constexpr int64_t kFlagStepPos = 1 << 2;
+/// attention window follows the step: [kv_start, min(kv_start + kv_len, step.pos + 1)).
+inline constexpr int64_t kFlagStepKv = 1 << 3;
 inline constexpr int kFlagRecipeShift = 16;
 
 }  // namespace amk::ir

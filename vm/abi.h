@@ -40,6 +40,12 @@ typedef enum amk_opcode {
 /* flags bits */
 #define AMK_FLAG_CAUSAL 0x1
 #define AMK_FLAG_PARTIAL_WRITE 0x2
+/* Step-relative params (docs/OPCODES.md "Decode steps"): the instruction table never changes
+ * between tokens; these bits make a param follow amk_step_t.pos instead.
+ * STEP_POS: the effective pos is params.pos + step->pos (ROPE, KV_APPEND).
+ * STEP_KV:  the attention window is [kv_start, min(kv_start + kv_len, step->pos + 1)). */
+#define AMK_FLAG_STEP_POS 0x4
+#define AMK_FLAG_STEP_KV 0x8
 #define AMK_FLAG_RECIPE_SHIFT 16
 
 /* Opcode parameters: 19 int32 fields in this order, then eps, scale, theta (88 bytes). */
