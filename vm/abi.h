@@ -110,6 +110,9 @@ typedef enum amk_device_error {
 typedef struct amk_program {
   amk_buffer_t* buffers;
   amk_counter_t* counters;
+  /* producers per counter: a wait (c, t) in launch `epoch` is met when
+   * counters[c] >= (epoch - 1) * counter_producers[c] + t, so counters need no reset between steps */
+  uint32_t* counter_producers;
   amk_instruction_t* instructions;
   int32_t* sm_queue_offsets;
   int32_t* sm_queue;

@@ -1,0 +1,81 @@
+// loader/loader.h: resolve a validated ir::Program plus safetensors weights into host memory and
+// the amk_program_t tables a VM executes (one image per program; backends copy it to devices).
+// It refuses any program validate() rejects; the only way around that is the explicitly named
+// test hook in LoadOptions, which exists so watchdog tests can run a deliberately stuck program.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ir/status.h"
+#include "vm/abi.h"
+
+namespace amk::loader {
+
+struct LoadOptions {
+  /// safetensors file with every WEIGHT/CONST `source`; empty with random_weights_seed set is fine.
+  std::string weights_path;
+  /// Fill WEIGHT buffers with seeded random values instead of reading a file.
+  std::optional<uint64_t> random_weights_seed;
+  /// Workers (virtual SMs) to build queues for; 0 = the program's SM count (max sm + 1).
+  int workers = 0;
+  /// TEST ONLY: load without validate(). Exists for watchdog tests of deliberately stuck programs.
+  bool unsafe_skip_validation_for_tests = false;
+};
+
+/// The decode interface of a program (its `decode` section), resolved to buffer indices.
+struct DecodeBindings {
+  int32_t token_input = -1;  ///< IO_INPUT I32 buffer the host writes each step
+  int32_t logits = -1;       ///< buffer read back as logits (-1 = none)
+  int32_t next_token = -1;   ///< I32 buffer holding the sampled token (-1 = none)
+  int32_t max_seq = 0;       ///< KV cache rows: the last valid position is max_seq - 1
+  int32_t vocab = 0;         ///< logits length
+};
+
+/// Host memory image of a program. Owns every allocation the amk_program_t view points into.
+class ProgramImage {
+ public:
+  ProgramImage();
+  ~ProgramImage();
+  ProgramImage(const ProgramImage&) = delete;
+  ProgramImage& operator=(const ProgramImage&) = delete;
+
+  const ir::Program& program() const { return program_; }
+  /// Pointers into this image's tables; valid while the image lives.
+  amk_program_t& view() { return view_; }
+  const amk_program_t& view() const { return view_; }
+  const DecodeBindings& decode() const { return decode_; }
+  /// Index of the buffer named `name`, or -1.
+  int32_t buffer_index(const std::string& name) const;
+  /// Zero every KV cache and transient buffer (Session::reset).
+  void clear_state();
+  /// Workers the queues were built for.
+  int workers() const { return view_.n_sms; }
+
+  // Filled by load_program(); public so backends can mirror the tables.
+  ir::Program program_;
+  std::vector<amk_buffer_t> buffers_;
+  std::vector<amk_instruction_t> instructions_;
+  std::vector<amk_counter_t> counters_;
+  std::vector<uint32_t> counter_producers_;
+  std::vector<int32_t> queue_offsets_;
+  std::vector<int32_t> queue_;
+  std::vector<int32_t> buffer_bytes_;  // unused placeholder kept for ABI growth
+  amk_step_t step_{};
+  amk_error_slot_t error_{};
+  int32_t abort_flag_ = 0;
+  DecodeBindings decode_;
+  struct Storage;
+  std::unique_ptr<Storage> storage_;  ///< mmaps and arenas
+  amk_program_t view_{};
+};
+
+/// Validate, bind weights, allocate activations (honouring `pages`), KV caches and IO buffers,
+/// marshal instructions and build per-worker queues. The first problem is returned, naming the
+/// buffer, tensor or task.
+Result<std::unique_ptr<ProgramImage>> load_program(const ir::Program& program, const LoadOptions& options);
+
+}  // namespace amk::loader
