@@ -30,4 +30,10 @@ Result<GpuTarget> gpu_target_from_json(const nlohmann::json& j, const std::strin
 /// A GpuTarget as a JSON object in spec field order.
 nlohmann::ordered_json gpu_target_to_json(const GpuTarget& t);
 
+/// A ScheduleConfig from a JSON object (spec 5); `path` prefixes error messages. Unknown keys are
+/// dropped, missing ones take their defaults; sm_assignment's object keys are int-parsed.
+Result<ScheduleConfig> schedule_config_from_json(const nlohmann::json& j, const std::string& path);
+/// A ScheduleConfig as a JSON object in spec field order (sm_assignment keys as strings).
+nlohmann::ordered_json schedule_config_to_json(const ScheduleConfig& c);
+
 }  // namespace amk::ir
