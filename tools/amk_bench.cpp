@@ -1,0 +1,215 @@
+// tools/amk_bench.cpp: amk-bench, measurements that compare amk with a baseline in the same run.
+//   amk-bench cpu [--size-mb N] [--threads 1,2] [--program P --weights W] [--json]
+// `cpu`: a STREAM-like copy (the machine's memory bandwidth, bytes read + written), the CPU VM's
+// GEMV weight-streaming rate on the same threads as a fraction of it, and tokens/s of a program.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "loader/loader.h"
+#include "vm/cpu_vm.h"
+#include "vm/session.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// Copy `bytes` with `threads` threads, each on its own slice; returns GB/s counting read + write.
+double copy_bandwidth_gbs(size_t bytes, int threads) {
+  const size_t n = bytes / sizeof(float);
+  std::unique_ptr<float[]> a(new float[n]), b(new float[n]);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<float>(i & 1023);
+  std::memset(b.get(), 0, n * sizeof(float));
+  std::vector<double> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        std::memcpy(b.get() + lo, a.get() + lo, (hi - lo) * sizeof(float));
+      });
+    }
+    for (auto& th : pool) th.join();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  volatile float sink = b[n / 2];
+  (void)sink;
+  return 2.0 * static_cast<double>(n * sizeof(float)) / median(times) / 1e9;
+}
+
+/// A program of `threads` GEMV tiles over one bf16 weight of about `bytes`: x (IO_INPUT) @ W.T.
+amk::ir::Program gemv_program(int64_t n, int64_t k, int tiles) {
+  using namespace amk::ir;
+  Program p;
+  p.buffers = {
+      Buffer{BufferId(0), "x", BufferKind::IoInput, DType::F32, {1, k}, MemSpace::Hbm, std::nullopt},
+      Buffer{BufferId(1), "W", BufferKind::Weight, DType::BF16, {n, k}, MemSpace::Hbm, std::string("W")},
+      Buffer{BufferId(2), "y", BufferKind::IoOutput, DType::F32, {1, n}, MemSpace::Hbm, std::nullopt},
+  };
+  p.counters.push_back(Counter{CounterId(0), 0, "tiles"});
+  const int64_t tile = (n + tiles - 1) / tiles;
+  for (int t = 0; t < tiles; ++t) {
+    Task task;
+    task.id = TaskId(t);
+    task.op = Opcode::GemvTile;
+    task.inputs = {BufferId(0), BufferId(1)};
+    task.outputs = {BufferId(2)};
+    task.out_counter = CounterId(0);
+    task.sm = t;
+    task.label = "gemv.t" + std::to_string(t);
+    task.params.set("K", k);
+    task.params.set("N_tile", std::min(tile, n - t * tile));
+    task.params.set("n_off", t * tile);
+    p.tasks.push_back(task);
+  }
+  return p;
+}
+
+struct GemvResult {
+  double gbs = 0.0;
+  double ms = 0.0;
+};
+
+amk::Result<GemvResult> gemv_bandwidth(size_t bytes, int threads) {
+  const int64_t k = 4096;
+  const int64_t n = std::max<int64_t>(threads, static_cast<int64_t>(bytes / 2 / k));
+  amk::loader::LoadOptions o;
+  o.random_weights_seed = 1;
+  o.workers = threads;
+  auto image = amk::loader::load_program(gemv_program(n, k, threads), o);
+  if (!image) return image.status();
+  auto vm = amk::vm::make_cpu_executor(**image);
+  std::vector<double> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    amk::vm::LaunchStats stats;
+    amk::Status st = vm->launch(0, {}, &stats);
+    if (!st) return st;
+    times.push_back(stats.wall_us);
+  }
+  GemvResult r;
+  r.ms = median(times) / 1e3;
+  r.gbs = static_cast<double>(n * k * 2) / (median(times) * 1e3);
+  return r;
+}
+
+amk::Result<double> tokens_per_s(const std::string& program, const std::string& weights, int threads, int tokens) {
+  amk::SessionOptions o;
+  o.weights_path = weights;
+  o.backend = amk::Backend::Cpu;
+  o.threads = threads;
+  auto s = amk::Session::open(program, o);
+  if (!s) return s.status();
+  auto ids = (*s)->generate({1, 17, 345}, tokens);
+  if (!ids) return ids.status();
+  const auto& lat = (*s)->step_latencies_us();
+  std::vector<double> gen(lat.begin() + 3, lat.end());  // decode steps only
+  return 1e6 / median(gen);
+}
+
+int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::string& program,
+            const std::string& weights, bool json) {
+  nlohmann::ordered_json out;
+  out["tool"] = "amk-bench";
+  out["bench"] = "cpu";
+  out["size_mb"] = size_mb;
+  out["hardware_threads"] = std::thread::hardware_concurrency();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (int threads : thread_counts) {
+    const double copy = copy_bandwidth_gbs(size_mb << 20, threads);
+    auto gemv = gemv_bandwidth(size_mb << 20, threads);
+    if (!gemv) {
+      std::cerr << "amk-bench: gemv: " << gemv.status().message() << "\n";
+      return 1;
+    }
+    nlohmann::ordered_json row;
+    row["threads"] = threads;
+    row["copy_gbs"] = copy;
+    row["gemv_weight_gbs"] = gemv->gbs;
+    row["gemv_ms"] = gemv->ms;
+    row["gemv_fraction_of_copy"] = gemv->gbs / copy;
+    if (!program.empty()) {
+      auto tps = tokens_per_s(program, weights, threads, 32);
+      if (!tps) {
+        std::cerr << "amk-bench: " << program << ": " << tps.status().message() << "\n";
+        return 1;
+      }
+      row["tokens_per_s"] = *tps;
+    }
+    rows.push_back(row);
+  }
+  out["rows"] = rows;
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("amk-bench cpu: %zu MB working set, %u hardware threads\n", size_mb, std::thread::hardware_concurrency());
+  std::printf("%8s %12s %14s %10s %12s", "threads", "copy GB/s", "gemv GB/s", "of copy", "gemv ms");
+  if (!program.empty()) std::printf(" %12s", "tokens/s");
+  std::printf("\n");
+  for (const auto& r : rows) {
+    std::printf("%8d %12.2f %14.2f %9.0f%% %12.2f", r["threads"].get<int>(), r["copy_gbs"].get<double>(),
+                r["gemv_weight_gbs"].get<double>(), 100.0 * r["gemv_fraction_of_copy"].get<double>(),
+                r["gemv_ms"].get<double>());
+    if (!program.empty()) std::printf(" %12.1f", r["tokens_per_s"].get<double>());
+    std::printf("\n");
+  }
+  std::printf("copy counts bytes read + written; gemv counts weight bytes read (the decode floor).\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"amk-bench: amk and its baseline measured side by side"};
+  app.require_subcommand(1);
+  bool json = false;
+  app.add_flag("--json", json, "machine-readable output");
+  auto* cpu = app.add_subcommand("cpu", "CPU VM: copy bandwidth, GEMV streaming rate, tokens/s");
+  size_t size_mb = 256;
+  std::string threads_text = "1,2", program, weights;
+  cpu->add_option("--size-mb", size_mb, "working set per measurement")->check(CLI::Range(8, 4096))->capture_default_str();
+  cpu->add_option("--threads", threads_text, "comma-separated thread counts")->capture_default_str();
+  cpu->add_option("--program", program, "program for tokens/s (needs --weights)");
+  cpu->add_option("--weights", weights, "safetensors for --program");
+  cpu->add_flag("--json", json, "machine-readable output");
+  app.footer("Exit codes: 0 ok; 1 a measurement failed; 2 usage.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (*cpu) {
+    std::vector<int> counts;
+    std::stringstream ss(threads_text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      const int t = std::atoi(item.c_str());
+      if (t < 1 || t > 256) {
+        std::cerr << "amk-bench: --threads: '" << item << "' is not a thread count in [1, 256]\n";
+        return 2;
+      }
+      counts.push_back(t);
+    }
+    if (!program.empty() && weights.empty()) {
+      std::cerr << "amk-bench: --program needs --weights\n";
+      return 2;
+    }
+    return run_cpu(size_mb, counts, program, weights, json);
+  }
+  return 2;
+}

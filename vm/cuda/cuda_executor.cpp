@@ -1,0 +1,479 @@
+// vm/cuda/cuda_executor.cpp: the GPU executor (host side; CUDA or HIP through targets/gpu.h).
+// Upload once: buffers whose host ranges overlap (shared pages, one base pointer) are placed in one
+// device range so they share a device base too; weights stay on the device; the tables go in one
+// control allocation. Per launch: one small async copy of [step | error slot | progress], the
+// cooperative launch, one copy of the error slot back, then a watchdog polls the stream until the
+// deadline. Counters climb across launches (epoch thresholds); they are zeroed only after an
+// abort or error, on reset_state, and before the epoch product could overflow.
+#include "vm/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "instructions/cpu_dispatch.h"
+#include "instructions/device_limits.cuh"
+#include "ir/enums.h"
+#include "targets/gpu.h"
+#include "vm/cuda/persistent_kernel.h"
+
+namespace amk::vm {
+namespace {
+
+using gpuvm::KernelArgs;
+using gpuvm::KernelResources;
+
+constexpr size_t kAlign = 256;
+inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/// Host mirror of the per-launch block the device reads first: [step | error | progress...].
+struct StageHeader {
+  amk_step_t step;
+  amk_error_slot_t error;
+};
+static_assert(sizeof(StageHeader) % 4 == 0, "progress follows the header as int32");
+
+class CudaExecutor final : public Executor {
+ public:
+  explicit CudaExecutor(loader::ProgramImage& image) : image_(image) {}
+  ~CudaExecutor() override {
+    if (stream_ != nullptr) (void)gpu::stream_sync(stream_);
+    if (stream_ != nullptr) (void)gpu::stream_destroy(stream_);
+    if (d_arena_ != nullptr) (void)gpu::free_device(d_arena_);
+    if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
+    if (h_pinned_ != nullptr) (void)gpu::host_free(h_pinned_);
+  }
+
+  Status init(const GpuOptions& options) {
+    const amk_program_t& prog = image_.view();
+    workers_ = std::max(1, prog.n_sms);
+    if (prog.n_sms < 1) return Status(StatusCode::InvalidArgument, "the image has no workers");
+    int dev = 0;
+    AMK_GPU_TRY(gpu::get_device(&dev));
+    gpu::DeviceProps props{};
+    AMK_GPU_TRY(gpu::device_props(&props, dev));
+    report_.device = props.name;
+    AMK_GPU_TRY(gpu::stream_create(&stream_));
+    for (int32_t c = 0; c < prog.n_counters; ++c) max_producers_ = std::max(max_producers_, prog.counter_producers[c]);
+
+    Status s = choose_launch_shape(options);
+    if (!s) return s;
+    s = upload_buffers();
+    if (!s) return s;
+    return upload_tables();
+  }
+
+  std::string name() const override { return "cuda"; }
+  const GpuKernelReport& report() const { return report_; }
+
+  Status launch(int32_t pos, const LaunchOptions& options, LaunchStats* stats) override {
+    if (max_producers_ > 0 &&
+        static_cast<uint64_t>(epoch_ + 1) * max_producers_ >= std::numeric_limits<uint32_t>::max() / 2) {
+      Status z = zero_counters();
+      if (!z) return z;
+    }
+    ++epoch_;
+    StageHeader* hdr = stage_header();
+    hdr->step = amk_step_t{};
+    hdr->step.pos = pos;
+    hdr->step.epoch = epoch_;
+    hdr->error = amk_error_slot_t{};
+    std::memset(stage_progress(), 0, sizeof(int32_t) * static_cast<size_t>(workers_));
+    *reinterpret_cast<volatile int32_t*>(h_abort_) = 0;
+
+    const auto t0 = std::chrono::steady_clock::now();
+    AMK_GPU_TRY(gpu::memcpy_h2d_async(d_stage_, h_stage_, stage_bytes_, stream_));
+    Status s = gpuvm::kernel_launch(args_, workers_, dyn_smem_, stream_);
+    if (!s) {
+      (void)zero_counters();
+      return s;
+    }
+    AMK_GPU_TRY(gpu::memcpy_d2h_async(h_error_out_, d_error_, sizeof(amk_error_slot_t), stream_));
+
+    bool timed_out = false;
+    s = wait_stream(t0 + options.deadline, &timed_out);
+    if (!s) return s;
+    if (timed_out) {
+      *reinterpret_cast<volatile int32_t*>(h_abort_) = 1;  // the spinning waits poll it
+      bool drained_timeout = false;
+      s = wait_stream(std::chrono::steady_clock::now() + std::chrono::seconds(20), &drained_timeout);
+      if (!s) return s;
+      if (drained_timeout)
+        return Status(StatusCode::Timeout, "launch exceeded its " + std::to_string(options.deadline.count()) +
+                                               " ms deadline and did not stop within 20 s of the abort; the "
+                                               "device context may be unusable");
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    if (stats != nullptr) stats->wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+
+    if (timed_out) {
+      std::string unfinished;
+      s = describe_unfinished(&unfinished);
+      if (!s) return s;
+      Status z = zero_counters();
+      if (!z) return z;
+      return Status(StatusCode::Timeout,
+                    "launch exceeded its " + std::to_string(options.deadline.count()) + " ms deadline; " + unfinished);
+    }
+    const amk_error_slot_t err = *h_error_out_;
+    if (err.code != 0) {
+      Status z = zero_counters();
+      if (!z) return z;
+      return Status(StatusCode::DeviceError, task_name(err.task) + " failed: " +
+                                                 instructions::device_error_name(err.code) + " (worker " +
+                                                 std::to_string(err.detail) + ")");
+    }
+    return Status::ok();
+  }
+
+  Status read_buffer(int32_t index, void* dst, size_t bytes) override {
+    Status s = check_buffer(index, bytes);
+    if (!s) return s;
+    if (bytes == 0) return Status::ok();
+    AMK_GPU_TRY(gpu::memcpy_d2h_async(dst, d_ptr_[static_cast<size_t>(index)], bytes, stream_));
+    AMK_GPU_TRY(gpu::stream_sync(stream_));
+    return Status::ok();
+  }
+
+  Status write_buffer(int32_t index, const void* src, size_t bytes) override {
+    Status s = check_buffer(index, bytes);
+    if (!s) return s;
+    if (bytes == 0) return Status::ok();
+    AMK_GPU_TRY(gpu::memcpy_h2d_async(d_ptr_[static_cast<size_t>(index)], src, bytes, stream_));
+    AMK_GPU_TRY(gpu::stream_sync(stream_));  // the source may be pageable and reused at once
+    return Status::ok();
+  }
+
+  Status reset_state() override {
+    const auto& bufs = image_.program().buffers;
+    for (size_t i = 0; i < bufs.size() && i < d_ptr_.size(); ++i) {
+      if (bufs[i].kind == ir::BufferKind::Weight || bufs[i].kind == ir::BufferKind::Const) continue;
+      if (bytes_[i] > 0) AMK_GPU_TRY(gpu::memset_async(d_ptr_[i], 0, bytes_[i], stream_));
+    }
+    image_.clear_state();
+    return zero_counters();
+  }
+
+ private:
+  /// Dynamic shared memory from the program's largest GEMV K and attention head, the prefetch
+  /// depth, and the co-residency check.
+  Status choose_launch_shape(const GpuOptions& options) {
+    const amk_program_t& prog = image_.view();
+    int64_t want = 4096;  // floats: 16 KiB floor
+    const int64_t warps = gpuvm::kBlockThreads / gpu::kWarpSize;
+    for (int32_t t = 0; t < prog.n_instructions; ++t) {
+      const amk_instruction_t& in = prog.instructions[t];
+      if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE || in.op == AMK_OP_FUSED)
+        want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)), 8));
+      if (in.op == AMK_OP_ATTENTION_TILE)
+        want = std::max<int64_t>(want, instructions::attention_smem_floats(
+                                           std::min<int64_t>(std::max(in.params.head_dim, 0), instructions::kDeviceMaxHeadDim),
+                                           warps));
+    }
+    want = std::max<int64_t>(want, 2 * gpu::kMaxWarps);
+    KernelResources res;
+    Status s = gpuvm::kernel_resources(0, &res);
+    if (!s) return s;
+    const int64_t min_floats = instructions::attention_smem_floats(instructions::kDeviceMaxHeadDim, warps);
+    int64_t floats = std::min<int64_t>(std::max(want, min_floats), res.max_dyn_smem_bytes / 4);
+    floats = floats / 8 * 8;
+    if (floats < min_floats)
+      return Status(StatusCode::Unsupported, "the device allows only " + std::to_string(res.max_dyn_smem_bytes) +
+                                                 " bytes of dynamic shared memory per block; the VM needs " +
+                                                 std::to_string(min_floats * 4));
+    dyn_smem_ = static_cast<size_t>(floats) * 4;
+    s = gpuvm::kernel_resources(dyn_smem_, &res);
+    if (!s) return s;
+    if (!res.cooperative)
+      return Status(StatusCode::Unsupported, "device " + report_.device + " does not support cooperative launch");
+    const int64_t resident = static_cast<int64_t>(res.blocks_per_sm) * res.sm_count;
+    if (resident < workers_)
+      return Status(StatusCode::Unsupported,
+                    "the program needs " + std::to_string(workers_) + " co-resident workers but " + report_.device +
+                        " fits " + std::to_string(res.blocks_per_sm) + " block(s) of " +
+                        std::to_string(gpuvm::kBlockThreads) + " threads with " + std::to_string(dyn_smem_) +
+                        " B shared memory on each of " + std::to_string(res.sm_count) +
+                        " SMs; a persistent grid that is not fully resident can deadlock, so it is not launched. "
+                        "hint: schedule for at most " + std::to_string(resident) + " workers");
+
+    int depth = options.prefetch_depth;
+    if (depth < 0) {
+      const auto& cfg = image_.program().config;
+      depth = cfg ? static_cast<int>(std::clamp<int64_t>(cfg->pipelining_depth, 0, 8)) : 2;
+    }
+    if (const char* env = std::getenv("AMK_PREFETCH"); env != nullptr && std::strcmp(env, "0") == 0) depth = 0;
+
+    report_.workers = workers_;
+    report_.sm_count = res.sm_count;
+    report_.blocks_per_sm = res.blocks_per_sm;
+    report_.threads_per_block = gpuvm::kBlockThreads;
+    report_.regs_per_thread = res.regs_per_thread;
+    report_.local_bytes_per_thread = res.local_bytes_per_thread;
+    report_.static_smem_bytes = res.static_smem_bytes;
+    report_.dyn_smem_bytes = static_cast<int>(dyn_smem_);
+    report_.prefetch_depth = depth;
+    args_.work_floats = static_cast<int32_t>(floats);
+    args_.prefetch_depth = depth;
+    return Status::ok();
+  }
+
+  /// Device copies of every buffer; overlapping host ranges share one device range.
+  Status upload_buffers() {
+    const amk_program_t& prog = image_.view();
+    const size_t n = static_cast<size_t>(prog.n_buffers);
+    d_ptr_.assign(n, nullptr);
+    bytes_.assign(n, 0);
+    struct Span {
+      uintptr_t lo, hi;
+      size_t buffer;
+    };
+    std::vector<Span> spans;
+    for (size_t i = 0; i < n; ++i) {
+      const amk_buffer_t& b = prog.buffers[i];
+      const int64_t nb = ir::dtype_nbytes(static_cast<ir::DType>(b.dtype), b.numel);
+      bytes_[i] = nb > 0 ? static_cast<size_t>(nb) : 0;
+      if (b.ptr != nullptr && bytes_[i] > 0) {
+        const auto lo = reinterpret_cast<uintptr_t>(b.ptr);
+        spans.push_back(Span{lo, lo + bytes_[i], i});
+      }
+    }
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.lo < b.lo; });
+    struct Range {
+      uintptr_t lo, hi;
+      size_t offset;
+    };
+    std::vector<Range> ranges;
+    std::vector<size_t> range_of(spans.size());
+    for (size_t s = 0; s < spans.size(); ++s) {
+      if (ranges.empty() || spans[s].lo >= ranges.back().hi) ranges.push_back(Range{spans[s].lo, spans[s].hi, 0});
+      else ranges.back().hi = std::max(ranges.back().hi, spans[s].hi);
+      range_of[s] = ranges.size() - 1;
+    }
+    size_t total = kAlign;  // offset 0 stays a valid pointer for empty buffers
+    for (Range& r : ranges) {
+      r.offset = total;
+      total = align_up(total + (r.hi - r.lo), kAlign);
+    }
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_arena_), total));
+    AMK_GPU_TRY(gpu::memset_device(d_arena_, 0, total));
+    for (const Range& r : ranges)
+      AMK_GPU_TRY(gpu::memcpy_h2d(d_arena_ + r.offset, reinterpret_cast<const void*>(r.lo), r.hi - r.lo));
+    for (size_t i = 0; i < n; ++i) d_ptr_[i] = d_arena_;  // empty buffers: non-null, never read
+    for (size_t s = 0; s < spans.size(); ++s) {
+      const Range& r = ranges[range_of[s]];
+      d_ptr_[spans[s].buffer] = d_arena_ + r.offset + (spans[s].lo - r.lo);
+    }
+    arena_bytes_ = total;
+    return Status::ok();
+  }
+
+  /// The control allocation: [buffers | instructions | counters | producers | queue offsets | queue
+  /// | stage (step, error, progress)], plus the pinned host block [abort | error out | stage].
+  Status upload_tables() {
+    const amk_program_t& prog = image_.view();
+    std::vector<amk_buffer_t> dbufs(prog.buffers, prog.buffers + prog.n_buffers);
+    for (size_t i = 0; i < dbufs.size(); ++i) dbufs[i].ptr = d_ptr_[i];
+    const size_t nb = sizeof(amk_buffer_t) * dbufs.size();
+    const size_t ni = sizeof(amk_instruction_t) * static_cast<size_t>(prog.n_instructions);
+    const size_t nc = sizeof(uint32_t) * static_cast<size_t>(std::max(prog.n_counters, 1));
+    const size_t nq_off = sizeof(int32_t) * static_cast<size_t>(prog.n_sms + 1);
+    const size_t nq = sizeof(int32_t) * static_cast<size_t>(std::max(prog.sm_queue_offsets[prog.n_sms], 1));
+    stage_bytes_ = sizeof(StageHeader) + sizeof(int32_t) * static_cast<size_t>(workers_);
+    size_t off = 0;
+    const size_t o_buf = off; off = align_up(off + nb, kAlign);
+    const size_t o_ins = off; off = align_up(off + ni, kAlign);
+    const size_t o_cnt = off; off = align_up(off + nc, kAlign);
+    const size_t o_prod = off; off = align_up(off + nc, kAlign);
+    const size_t o_qoff = off; off = align_up(off + nq_off, kAlign);
+    const size_t o_q = off; off = align_up(off + nq, kAlign);
+    const size_t o_stage = off; off = align_up(off + stage_bytes_, kAlign);
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_ctrl_), off));
+    AMK_GPU_TRY(gpu::memset_device(d_ctrl_, 0, off));
+    if (nb > 0) AMK_GPU_TRY(gpu::memcpy_h2d(d_ctrl_ + o_buf, dbufs.data(), nb));
+    if (ni > 0) AMK_GPU_TRY(gpu::memcpy_h2d(d_ctrl_ + o_ins, prog.instructions, ni));
+    if (prog.n_counters > 0)
+      AMK_GPU_TRY(gpu::memcpy_h2d(d_ctrl_ + o_prod, prog.counter_producers, sizeof(uint32_t) * prog.n_counters));
+    AMK_GPU_TRY(gpu::memcpy_h2d(d_ctrl_ + o_qoff, prog.sm_queue_offsets, nq_off));
+    if (prog.sm_queue_offsets[prog.n_sms] > 0)
+      AMK_GPU_TRY(gpu::memcpy_h2d(d_ctrl_ + o_q, prog.sm_queue,
+                                  sizeof(int32_t) * static_cast<size_t>(prog.sm_queue_offsets[prog.n_sms])));
+    d_counters_ = reinterpret_cast<uint32_t*>(d_ctrl_ + o_cnt);
+    counter_bytes_ = nc;
+    d_stage_ = d_ctrl_ + o_stage;
+    d_error_ = reinterpret_cast<amk_error_slot_t*>(d_stage_ + offsetof(StageHeader, error));
+
+    const size_t pinned = align_up(64 + stage_bytes_, kAlign);
+    AMK_GPU_TRY(gpu::host_alloc_mapped(reinterpret_cast<void**>(&h_pinned_), pinned));
+    std::memset(h_pinned_, 0, pinned);
+    h_abort_ = reinterpret_cast<int32_t*>(h_pinned_);
+    h_error_out_ = reinterpret_cast<amk_error_slot_t*>(h_pinned_ + 16);
+    h_stage_ = h_pinned_ + 64;
+    int32_t* d_abort = nullptr;
+    AMK_GPU_TRY(gpu::host_device_pointer(reinterpret_cast<void**>(&d_abort), h_abort_));
+
+    amk_program_t& dp = args_.prog;
+    dp = prog;
+    dp.buffers = reinterpret_cast<amk_buffer_t*>(d_ctrl_ + o_buf);
+    dp.counters = d_counters_;
+    dp.counter_producers = reinterpret_cast<uint32_t*>(d_ctrl_ + o_prod);
+    dp.instructions = reinterpret_cast<amk_instruction_t*>(d_ctrl_ + o_ins);
+    dp.sm_queue_offsets = reinterpret_cast<int32_t*>(d_ctrl_ + o_qoff);
+    dp.sm_queue = reinterpret_cast<int32_t*>(d_ctrl_ + o_q);
+    dp.scratch = nullptr;
+    dp.scratch_bytes = 0;
+    dp.abort_flag = d_abort;
+    dp.step = reinterpret_cast<amk_step_t*>(d_stage_ + offsetof(StageHeader, step));
+    dp.error = d_error_;
+    args_.progress = reinterpret_cast<int32_t*>(d_stage_ + sizeof(StageHeader));
+    return Status::ok();
+  }
+
+  StageHeader* stage_header() { return reinterpret_cast<StageHeader*>(h_stage_); }
+  int32_t* stage_progress() { return reinterpret_cast<int32_t*>(h_stage_ + sizeof(StageHeader)); }
+
+  /// Poll the stream until it is idle or `deadline` passes (short sleeps, so the host stays cheap).
+  Status wait_stream(std::chrono::steady_clock::time_point deadline, bool* timed_out) {
+    *timed_out = false;
+    for (int polls = 0;; ++polls) {
+      const gpu::Error e = gpu::stream_query(stream_);
+      if (e == gpu::kSuccess) return Status::ok();
+      if (e != gpu::kNotReady) return gpu::runtime_status(e, "persistent kernel (stream query)", __FILE__, __LINE__);
+      if (std::chrono::steady_clock::now() >= deadline) {
+        *timed_out = true;
+        return Status::ok();
+      }
+      if (polls < 256) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(polls < 4096 ? 20 : 200));
+    }
+  }
+
+  Status zero_counters() {
+    AMK_GPU_TRY(gpu::memset_async(d_counters_, 0, counter_bytes_, stream_));
+    AMK_GPU_TRY(gpu::stream_sync(stream_));
+    epoch_ = 0;
+    return Status::ok();
+  }
+
+  std::string task_name(int32_t task) const {
+    const auto& tasks = image_.program().tasks;
+    if (task < 0 || static_cast<size_t>(task) >= tasks.size()) return "task #" + std::to_string(task) + " (unknown)";
+    const ir::Task& t = tasks[static_cast<size_t>(task)];
+    std::string s = "task " + std::to_string(t.id.value);
+    if (!t.label.empty()) s += " (" + t.label + ")";
+    return s + " " + std::string(ir::opcode_name(t.op));
+  }
+
+  /// Names the tasks that never ran, each worker's blocked head first, with its unmet wait.
+  Status describe_unfinished(std::string* out) {
+    const amk_program_t& prog = image_.view();
+    std::vector<int32_t> progress(static_cast<size_t>(workers_));
+    std::vector<uint32_t> counters(static_cast<size_t>(std::max(prog.n_counters, 1)));
+    AMK_GPU_TRY(gpu::memcpy_d2h_async(progress.data(), args_.progress, sizeof(int32_t) * progress.size(), stream_));
+    AMK_GPU_TRY(gpu::memcpy_d2h_async(counters.data(), d_counters_, sizeof(uint32_t) * counters.size(), stream_));
+    AMK_GPU_TRY(gpu::stream_sync(stream_));
+    int64_t total = 0;
+    std::ostringstream heads;
+    int listed = 0;
+    for (int w = 0; w < workers_; ++w) {
+      const int32_t begin = prog.sm_queue_offsets[w] + progress[static_cast<size_t>(w)];
+      const int32_t end = prog.sm_queue_offsets[w + 1];
+      total += end - begin;
+      if (begin >= end || listed >= 8) continue;
+      const int32_t task = prog.sm_queue[begin];
+      const amk_instruction_t& inst = prog.instructions[task];
+      heads << (listed++ ? "; " : "") << task_name(task) << " on worker " << w;
+      for (int i = 0; i < inst.n_waits; ++i) {
+        const int32_t c = inst.wait_counter[i];
+        if (c < 0 || c >= prog.n_counters) continue;
+        const uint32_t base = (epoch_ - 1) * prog.counter_producers[c];
+        const uint32_t value = counters[static_cast<size_t>(c)];
+        if (value < base + inst.wait_threshold[i]) {
+          heads << " waits on counter " << c << " >= " << inst.wait_threshold[i] << " (has " << (value - base) << ")";
+          break;
+        }
+      }
+    }
+    *out = std::to_string(total) + " task(s) never ran: " + heads.str();
+    return Status::ok();
+  }
+
+  Status check_buffer(int32_t index, size_t bytes) const {
+    if (index < 0 || static_cast<size_t>(index) >= d_ptr_.size())
+      return Status(StatusCode::InvalidArgument, "buffer index " + std::to_string(index) + " out of range");
+    if (bytes > bytes_[static_cast<size_t>(index)])
+      return Status(StatusCode::InvalidArgument, "buffer " + std::to_string(index) + " holds " +
+                                                     std::to_string(bytes_[static_cast<size_t>(index)]) +
+                                                     " bytes, asked for " + std::to_string(bytes));
+    return Status::ok();
+  }
+
+  loader::ProgramImage& image_;
+  GpuKernelReport report_;
+  int workers_ = 1;
+  gpu::Stream stream_ = nullptr;
+  char* d_arena_ = nullptr;
+  size_t arena_bytes_ = 0;
+  std::vector<char*> d_ptr_;
+  std::vector<size_t> bytes_;
+  char* d_ctrl_ = nullptr;
+  uint32_t* d_counters_ = nullptr;
+  size_t counter_bytes_ = 0;
+  char* d_stage_ = nullptr;
+  amk_error_slot_t* d_error_ = nullptr;
+  size_t stage_bytes_ = 0;
+  char* h_pinned_ = nullptr;
+  int32_t* h_abort_ = nullptr;
+  amk_error_slot_t* h_error_out_ = nullptr;
+  char* h_stage_ = nullptr;
+  KernelArgs args_{};
+  size_t dyn_smem_ = 0;
+  uint32_t epoch_ = 0;
+  uint32_t max_producers_ = 0;
+};
+
+}  // namespace
+
+std::string GpuKernelReport::summary() const {
+  std::ostringstream o;
+  o << device << ": " << workers << " workers x " << threads_per_block << " threads (" << blocks_per_sm
+    << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
+    << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
+    << " B dynamic, prefetch depth " << prefetch_depth;
+  return o.str();
+}
+
+Result<std::unique_ptr<Executor>> make_cuda_executor(loader::ProgramImage& image, const GpuOptions& options) {
+  int count = 0;
+  const gpu::Error e = gpu::device_count(&count);
+  if (e != gpu::kSuccess || count == 0)
+    return Status(StatusCode::Unsupported, std::string("no GPU device: ") +
+                                               (e != gpu::kSuccess ? gpu::error_string(e) : "device count is 0"));
+  auto ex = std::make_unique<CudaExecutor>(image);
+  Status s = ex->init(options);
+  if (!s) return s;
+  return std::unique_ptr<Executor>(std::move(ex));
+}
+
+const GpuKernelReport* gpu_kernel_report(const Executor& executor) {
+  const auto* c = dynamic_cast<const CudaExecutor*>(&executor);
+  return c != nullptr ? &c->report() : nullptr;
+}
+
+std::string cuda_device_name() {
+  int count = 0;
+  const gpu::Error e = gpu::device_count(&count);
+  if (e != gpu::kSuccess) return std::string("no GPU (") + gpu::error_string(e) + ")";
+  if (count == 0) return "no GPU (device count is 0)";
+  int dev = 0;
+  gpu::DeviceProps p{};
+  if (gpu::get_device(&dev) != gpu::kSuccess || gpu::device_props(&p, dev) != gpu::kSuccess) return "unknown GPU";
+  return std::string(p.name) + " (sm_" + std::to_string(p.major) + std::to_string(p.minor) + ", " +
+         std::to_string(p.multiProcessorCount) + " SMs)";
+}
+
+}  // namespace amk::vm

@@ -1,0 +1,44 @@
+// vm/cuda/persistent_kernel.h: the seam between the host executor (plain C++) and the persistent
+// kernel's translation unit (nvcc / hipcc). One block per worker walks its queue: wait on the
+// task's counters (acquire), run the micro-kernel with the whole block, signal (release). The
+// host must verify co-residency (kernel_resources) before kernel_launch: a persistent grid whose
+// blocks are not all resident can deadlock.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "ir/status.h"
+#include "targets/gpu.h"
+#include "vm/abi.h"
+
+namespace amk::vm::gpuvm {
+
+/// Threads per worker block (16 warps on CUDA, 8 wavefronts on CDNA).
+inline constexpr int kBlockThreads = 512;
+
+/// Everything one launch needs, passed by value (device pointers only).
+struct KernelArgs {
+  amk_program_t prog;       ///< device tables; abort_flag is host-mapped; step / error are device memory
+  int32_t* progress;        ///< [workers] tasks completed this launch (device memory)
+  int32_t work_floats;      ///< dynamic shared memory per block, in floats
+  int32_t prefetch_depth;   ///< GEMV weight tiles warmed into L2 ahead (0 = off)
+};
+
+/// Compiled resources of the kernel and how many blocks fit per SM with `dyn_smem` bytes.
+struct KernelResources {
+  int regs_per_thread = 0;
+  int local_bytes_per_thread = 0;   ///< stack frame / spills
+  int static_smem_bytes = 0;
+  int max_dyn_smem_bytes = 0;       ///< the device's opt-in limit minus the static part
+  int blocks_per_sm = 0;
+  int sm_count = 0;
+  bool cooperative = false;         ///< the device supports cooperative launch
+};
+
+/// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
+Status kernel_resources(size_t dyn_smem, KernelResources* out);
+
+/// Cooperative launch of `workers` blocks on `stream`.
+Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::Stream stream);
+
+}  // namespace amk::vm::gpuvm

@@ -1,0 +1,225 @@
+// vm/session.cpp: Session over a loader::ProgramImage and an Executor.
+#include "vm/session.h"
+
+#include <cstring>
+#include <thread>
+
+#include "ir/json.h"
+#include "loader/loader.h"
+#include "vm/cpu_vm.h"
+#include "vm/gpu_backends.h"
+
+namespace amk {
+namespace {
+
+float bf16_to_f32(uint16_t v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    int e = -1;
+    do {
+      ++e;
+      mant <<= 1;
+    } while ((mant & 0x400u) == 0);
+    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::Auto: return "auto";
+    case Backend::Cpu: return "cpu";
+    case Backend::Cuda: return "cuda";
+    case Backend::Hip: return "hip";
+  }
+  return "?";
+}
+
+std::optional<Backend> backend_from_name(const std::string& name) {
+  for (Backend b : {Backend::Auto, Backend::Cpu, Backend::Cuda, Backend::Hip})
+    if (name == backend_name(b)) return b;
+  return std::nullopt;
+}
+
+bool backend_available(Backend b, std::string* why_not) {
+  switch (b) {
+    case Backend::Auto:
+    case Backend::Cpu: return true;
+    case Backend::Cuda: return vm::cuda_available(why_not);
+    case Backend::Hip: return vm::hip_available(why_not);
+  }
+  return false;
+}
+
+struct Session::Impl {
+  std::unique_ptr<loader::ProgramImage> image;
+  std::unique_ptr<vm::Executor> executor;
+  std::chrono::milliseconds watchdog{30000};
+  int32_t pos = 0;
+  int32_t vocab = 0;
+  int32_t max_seq = 0;
+  std::vector<double> latencies;
+  std::vector<uint8_t> logits_raw;
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::open(const std::string& program_path, const SessionOptions& options) {
+  auto program = ir::program_load(program_path);
+  if (!program) return Status(program.status().code(), program_path + ": " + program.status().message());
+  return create(*program, options);
+}
+
+Result<std::unique_ptr<Session>> Session::create(const ir::Program& program, const SessionOptions& options) {
+  Backend backend = options.backend;
+  std::string why_not;
+  if (backend == Backend::Auto) backend = vm::cuda_available(nullptr) ? Backend::Cuda : Backend::Cpu;
+  if (!backend_available(backend, &why_not))
+    return Status(StatusCode::Unsupported, std::string("backend ") + backend_name(backend) + " is not available: " + why_not);
+
+  loader::LoadOptions lo;
+  lo.weights_path = options.weights_path;
+  lo.random_weights_seed = options.random_weights_seed;
+  lo.unsafe_skip_validation_for_tests = options.unsafe_skip_validation_for_tests;
+  if (backend == Backend::Cpu) {
+    lo.workers = options.threads > 0 ? options.threads
+                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  auto image = loader::load_program(program, lo);
+  if (!image) return image.status();
+
+  auto impl = std::make_unique<Impl>();
+  impl->image = std::move(*image);
+  const loader::DecodeBindings& d = impl->image->decode();
+  if (d.token_input < 0)
+    return Status(StatusCode::InvalidArgument,
+                  "the program has no decode section with a token_input buffer, so it cannot be stepped "
+                  "(docs/OPCODES.md, \"The decode section\")");
+  impl->vocab = d.vocab;
+  impl->max_seq = d.max_seq;
+  impl->watchdog = options.watchdog;
+  if (d.logits >= 0) {
+    const amk_buffer_t& b = impl->image->view().buffers[d.logits];
+    impl->logits_raw.resize(static_cast<size_t>(ir::dtype_nbytes(static_cast<ir::DType>(b.dtype), b.numel)));
+  }
+  if (backend == Backend::Cpu) {
+    impl->executor = vm::make_cpu_executor(*impl->image);
+  } else {
+    auto ex = vm::make_gpu_executor(backend == Backend::Cuda ? "cuda" : "hip", *impl->image);
+    if (!ex) return ex.status();
+    impl->executor = std::move(*ex);
+  }
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+Result<StepResult> Session::step(int32_t token) {
+  Impl& s = *impl_;
+  if (s.vocab > 0 && (token < 0 || token >= s.vocab))
+    return Status(StatusCode::InvalidArgument,
+                  "token id " + std::to_string(token) + " is outside the vocabulary [0, " + std::to_string(s.vocab) + ")");
+  if (s.max_seq > 0 && s.pos >= s.max_seq)
+    return Status(StatusCode::InvalidArgument, "position " + std::to_string(s.pos) + " is past the KV cache (max_seq " +
+                                                   std::to_string(s.max_seq) + "); reset() to start a new sequence");
+  const loader::DecodeBindings& d = s.image->decode();
+  Status st = s.executor->write_buffer(d.token_input, &token, sizeof token);
+  if (!st) return st;
+  vm::LaunchOptions lo;
+  lo.deadline = s.watchdog;
+  vm::LaunchStats stats;
+  st = s.executor->launch(s.pos, lo, &stats);
+  if (!st) return st;
+
+  StepResult r;
+  r.latency_us = stats.wall_us;
+  s.latencies.push_back(stats.wall_us);
+  if (d.logits >= 0) {
+    st = s.executor->read_buffer(d.logits, s.logits_raw.data(), s.logits_raw.size());
+    if (!st) return st;
+    const amk_buffer_t& b = s.image->view().buffers[d.logits];
+    r.logits.resize(static_cast<size_t>(b.numel));
+    for (size_t i = 0; i < r.logits.size(); ++i) {
+      switch (static_cast<ir::DType>(b.dtype)) {
+        case ir::DType::F32: std::memcpy(&r.logits[i], &s.logits_raw[i * 4], 4); break;
+        case ir::DType::BF16: {
+          uint16_t v;
+          std::memcpy(&v, &s.logits_raw[i * 2], 2);
+          r.logits[i] = bf16_to_f32(v);
+          break;
+        }
+        case ir::DType::F16: {
+          uint16_t v;
+          std::memcpy(&v, &s.logits_raw[i * 2], 2);
+          r.logits[i] = f16_to_f32(v);
+          break;
+        }
+        default: return Status(StatusCode::Unsupported, "logits buffer dtype must be F32, BF16 or F16");
+      }
+    }
+  }
+  if (d.next_token >= 0) {
+    st = s.executor->read_buffer(d.next_token, &r.token, sizeof r.token);
+    if (!st) return st;
+  }
+  ++s.pos;
+  return r;
+}
+
+Result<std::vector<int32_t>> Session::generate(const std::vector<int32_t>& prompt, int max_new_tokens) {
+  if (prompt.empty()) return Status(StatusCode::InvalidArgument, "generate needs at least one prompt token");
+  if (max_new_tokens < 0)
+    return Status(StatusCode::InvalidArgument, "max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
+  if (impl_->image->decode().next_token < 0)
+    return Status(StatusCode::InvalidArgument, "the program samples no next_token, so it cannot generate");
+  std::vector<int32_t> out;
+  if (max_new_tokens == 0) return out;
+  int32_t next = -1;
+  for (int32_t t : prompt) {
+    auto r = step(t);
+    if (!r) return r.status();
+    next = r->token;
+  }
+  out.push_back(next);
+  while (static_cast<int>(out.size()) < max_new_tokens) {
+    auto r = step(next);
+    if (!r) return r.status();
+    next = r->token;
+    out.push_back(next);
+  }
+  return out;
+}
+
+Status Session::reset() {
+  impl_->pos = 0;
+  impl_->latencies.clear();
+  return impl_->executor->reset_state();
+}
+
+int32_t Session::position() const { return impl_->pos; }
+int32_t Session::max_positions() const { return impl_->max_seq; }
+int32_t Session::vocab_size() const { return impl_->vocab; }
+std::string Session::backend() const { return impl_->executor->name(); }
+int Session::workers() const { return impl_->image->workers(); }
+const std::vector<double>& Session::step_latencies_us() const { return impl_->latencies; }
+
+}  // namespace amk

@@ -1,0 +1,77 @@
+// vm/session.h: the public host decode API. A Session owns a loaded program, its weights and KV
+// caches on one backend; step() runs one launch (one token) and advances the position without
+// re-validating, re-loading or re-uploading anything: position-dependent params follow the step
+// block (docs/OPCODES.md, "Decode steps").
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ir/status.h"
+
+namespace amk {
+
+/// Which VM runs the program. Auto = CUDA when built with it and a GPU is present, else CPU.
+enum class Backend { Auto, Cpu, Cuda, Hip };
+/// "auto", "cpu", "cuda", "hip".
+const char* backend_name(Backend b);
+/// Parse a backend name; nullopt when unknown.
+std::optional<Backend> backend_from_name(const std::string& name);
+/// Whether this build can run `b` on this machine right now (Auto: always true).
+bool backend_available(Backend b, std::string* why_not = nullptr);
+
+struct SessionOptions {
+  std::string weights_path;                      ///< safetensors file (or empty with a seed)
+  std::optional<uint64_t> random_weights_seed;   ///< seeded random weights instead of a file
+  Backend backend = Backend::Auto;
+  int threads = 0;                               ///< CPU workers; 0 = hardware threads
+  std::chrono::milliseconds watchdog{30000};     ///< per-launch deadline
+  bool unsafe_skip_validation_for_tests = false; ///< TEST ONLY (watchdog tests)
+};
+
+/// What one step produced.
+struct StepResult {
+  std::vector<float> logits;  ///< empty when the program has no logits buffer
+  int32_t token = -1;         ///< the sampled next token (-1 when the program samples none)
+  double latency_us = 0.0;    ///< wall time of the launch
+};
+
+class Session {
+ public:
+  /// Load and validate a program file and its weights.
+  static Result<std::unique_ptr<Session>> open(const std::string& program_path, const SessionOptions& options);
+  /// Same, from an in-memory program.
+  static Result<std::unique_ptr<Session>> create(const ir::Program& program, const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// Feed `token` at the current position; returns logits and the next token, then advances.
+  Result<StepResult> step(int32_t token);
+  /// Greedy: feed `prompt`, then generate `max_new_tokens` ids (each fed back). Continues from the
+  /// current position; call reset() first for a fresh sequence.
+  Result<std::vector<int32_t>> generate(const std::vector<int32_t>& prompt, int max_new_tokens);
+  /// Forget the sequence: position 0, KV caches and activations zeroed.
+  Status reset();
+
+  int32_t position() const;
+  int32_t max_positions() const;
+  int32_t vocab_size() const;
+  /// The backend actually running ("cpu", "cuda").
+  std::string backend() const;
+  /// Worker threads / SMs the program runs on.
+  int workers() const;
+  /// Latency of every launch since open or reset, in microseconds.
+  const std::vector<double>& step_latencies_us() const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace amk
