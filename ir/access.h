@@ -42,5 +42,10 @@ struct Access {
 /// Every read and write of `task`. Requires the task's buffer ids to be in range; params that are
 /// missing or mistyped fall back to the whole buffer (validate() reports those separately).
 std::vector<Access> task_accesses(const Program& program, const Task& task);
+/// Same as task_accesses, appending to `out` (no allocation per task on hot paths).
+/// `buffer_of_id`, when given, maps a buffer id value to its position in program.buffers (-1: none),
+/// so that programs whose ids are dense but not in order need no search.
+void task_accesses_append(const Program& program, const Task& task, std::vector<Access>& out,
+                          const std::vector<int32_t>* buffer_of_id = nullptr);
 
 }  // namespace amk::ir

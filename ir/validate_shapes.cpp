@@ -1,0 +1,268 @@
+// ir/validate_shapes.cpp: what each opcode can accept (docs/OPCODES.md): operand shapes (`shape`),
+// tiles inside their buffers (`tile.bounds`) and the contract rules (`contract`). A shape the
+// kernel cannot handle is an out-of-bounds access on the device, so these are errors, not hints.
+// Checks whose params are missing or mistyped are skipped: validate_params.cpp reports those.
+#include <climits>
+#include <optional>
+#include <string>
+
+#include "ir/opspec.h"
+#include "ir/validate_checks.h"
+
+namespace amk::ir::detail {
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+// Products of a numel with a param cannot overflow into a false "equal".
+int64_t mul_sat(int64_t a, int64_t b) {
+  constexpr int64_t kBig = int64_t{1} << 62;
+  if (a == 0 || b == 0) return 0;
+  if (a < 0 || b < 0 || a > kBig / b) return -1;
+  return a * b;
+}
+
+class TaskShapes {
+ public:
+  TaskShapes(Context& cx, int32_t t) : cx_(cx), t_(t), task_(cx.program.tasks[t]) {}
+
+  void run();
+
+ private:
+  int32_t in_pos(size_t i) const { return position_of(cx_.ix.buffer_of_id, task_.inputs[i]); }
+  int32_t out_pos(size_t i) const { return position_of(cx_.ix.buffer_of_id, task_.outputs[i]); }
+  const Buffer* in(size_t i) const { return i < task_.inputs.size() ? &cx_.program.buffers[in_pos(i)] : nullptr; }
+  const Buffer* out(size_t i) const { return i < task_.outputs.size() ? &cx_.program.buffers[out_pos(i)] : nullptr; }
+  // An int param as stored; values outside int32 are params.type errors, and checks that depend
+  // on them are skipped (which also keeps the arithmetic below far from overflow).
+  std::optional<int64_t> p(const char* key) const {
+    auto v = task_.params.get_int(key);
+    if (v && (*v < INT32_MIN || *v > INT32_MAX)) return std::nullopt;
+    return v;
+  }
+  std::string name(const Buffer* b) const { return "buffer " + s(b->id.value) + " \"" + b->name + "\""; }
+  static int64_t numel(const Buffer* b) { return b->numel(); }
+  static int64_t cols(const Buffer* b) { return matrix_view(*b).cols; }
+  static int64_t rows(const Buffer* b) { return matrix_view(*b).rows; }
+
+  void fail(const char* rule, const std::string& text) { cx_.sink.error(rule, task_ref(cx_.program, t_) + ": " + text, {t_}); }
+  void fail(const char* rule, const std::string& text, const Buffer* b) {
+    cx_.sink.error(rule, task_ref(cx_.program, t_) + ": " + text, {t_}, {position_of(cx_.ix.buffer_of_id, b->id)});
+  }
+  // `b` must have `want` of something (numel, cols, ...) described by `what`; the reason is
+  // `why`, followed by the name of `ref` when given (strings are only built on failure).
+  void expect(const Buffer* b, const char* what, int64_t got, int64_t want, const char* why, const Buffer* ref = nullptr) {
+    if (b != nullptr && got != want)
+      fail("shape", name(b) + " has " + what + " " + s(got) + ", expected " + s(want) + " (" + why +
+                        (ref ? " " + name(ref) : std::string()) + ")", b);
+  }
+  void expect_dtype(const Buffer* b, DType want, const char* why) {
+    if (b != nullptr && b->dtype != want)
+      fail("contract", name(b) + " is " + std::string(dtype_name(b->dtype)) + ", must be " +
+                           std::string(dtype_name(want)) + " (" + why + ")", b);
+  }
+  void same_numel(const Buffer* a, const Buffer* b) {
+    if (a != nullptr && b != nullptr) expect(b, "numel", numel(b), numel(a), "same element count as", a);
+  }
+  void column_tile(const Buffer* y, const Buffer* w);
+  void gemv(const Buffer* x, const Buffer* w, const Buffer* y);
+  void attention();
+  void combine();
+
+  Context& cx_;
+  int32_t t_;
+  const Task& task_;
+};
+
+// n_off/N_tile must select columns of y (and rows of W: the tile reads W[n_off : n_off+N_tile]).
+void TaskShapes::column_tile(const Buffer* y, const Buffer* w) {
+  auto n_off = p("n_off"), n_tile = p("N_tile");
+  if (!n_off || !n_tile || y == nullptr) return;
+  if (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > cols(y))
+    fail("tile.bounds", "tile cols [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") is not inside the " + s(cols(y)) +
+                            " columns of " + name(y), y);
+  else if (w != nullptr && *n_off + *n_tile > rows(w))
+    fail("tile.bounds", "tile rows [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") of weight " + name(w) +
+                            " exceed its " + s(rows(w)) + " rows", w);
+}
+
+void TaskShapes::gemv(const Buffer* x, const Buffer* w, const Buffer* y) {
+  if (auto k = p("K")) {
+    if (*k < 1) fail("shape", "K = " + s(*k) + " must be >= 1");
+    if (x != nullptr) expect(x, "last dimension", cols(x), *k, "K");
+    if (w != nullptr) expect(w, "last dimension", cols(w), *k, "K: weights are [N_out, K]");
+  }
+  if (w != nullptr && y != nullptr) expect(y, "last dimension", cols(y), rows(w), "N_out, the rows of", w);
+  column_tile(y, w);
+}
+
+void TaskShapes::attention() {
+  auto hd = p("head_dim"), nh = p("n_heads"), nkv = p("n_kv_heads"), start = p("kv_start"), len = p("kv_len");
+  if (!hd || !nh || !nkv) return;
+  if (*hd < 1 || *nh < 1 || *nkv < 1 || *nh % *nkv != 0) {
+    fail("shape", "head_dim " + s(*hd) + ", n_heads " + s(*nh) + ", n_kv_heads " + s(*nkv) +
+                      " must be >= 1 with n_heads a multiple of n_kv_heads");
+    return;
+  }
+  expect(in(0), "numel", numel(in(0)), *nh * *hd, "n_heads * head_dim");
+  for (size_t i = 1; i <= 2; ++i) expect(in(i), "last dimension", cols(in(i)), *nkv * *hd, "n_kv_heads * head_dim");
+  if (start && len && (*start < 0 || *len < 0 || *start + *len > rows(in(1))))
+    fail("shape", "KV window [" + s(*start) + ", " + s(*start + *len) + ") is not inside the " + s(rows(in(1))) +
+                      " rows of " + name(in(1)), in(1));
+  if (in(3) != nullptr) expect_dtype(in(3), DType::F32, "attention bias");
+  const int64_t flags = p("flags").value_or(0);
+  const int64_t width = (flags & kFlagPartialWrite) ? *hd + 2 : *hd;
+  if (flags & kFlagPartialWrite) expect_dtype(out(0), DType::F32, "PARTIAL_WRITE stores {acc, m, l} in F32");
+  auto n_off = task_.params.has("n_off") ? p("n_off") : std::optional<int64_t>(0);
+  auto n_tile = task_.params.has("N_tile") ? p("N_tile") : nh;
+  if (!n_off || !n_tile) return;
+  if (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > *nh)
+    fail("tile.bounds", "q heads [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") are not inside the " + s(*nh) + " heads");
+  else if ((*n_off + *n_tile) * width > cols(out(0)))
+    fail("tile.bounds", "output cols [" + s(*n_off * width) + ", " + s((*n_off + *n_tile) * width) +
+                            ") are not inside the " + s(cols(out(0))) + " columns of " + name(out(0)), out(0));
+}
+
+void TaskShapes::combine() {
+  for (size_t i = 0; i < task_.inputs.size(); ++i) {
+    expect_dtype(in(i), DType::F32, "ATTENTION_COMBINE partials are F32");
+    same_numel(in(0), in(i));
+  }
+  const Buffer* y = out(0);
+  if (y == nullptr || in(0) == nullptr) return;
+  auto hd = p("head_dim"), nh = p("n_heads");
+  if (hd && nh) {
+    expect(in(0), "numel", numel(in(0)), *nh * (*hd + 2), "n_heads * (head_dim + 2)");
+    expect(y, "numel", numel(y), *nh * *hd, "n_heads * head_dim");
+  } else {
+    const int64_t two_h = numel(in(0)) - numel(y);
+    if (two_h <= 0 || two_h % 2 != 0 || numel(y) % (two_h / 2) != 0)
+      fail("shape", "cannot derive heads from partial numel " + s(numel(in(0))) + " and output numel " + s(numel(y)) +
+                        " (partials are H*(hd+2), output H*hd)");
+  }
+}
+
+void TaskShapes::run() {
+  const size_t n_in = task_.inputs.size();
+  switch (task_.op) {
+    case Opcode::Copy: same_numel(in(0), out(0)); break;
+    case Opcode::Embed: {
+      expect_dtype(in(0), DType::I32, "token ids");
+      if (auto h = p("hidden")) {
+        expect(in(1), "last dimension", in(1) ? cols(in(1)) : 0, *h, "hidden");
+        if (in(0) && out(0)) expect(out(0), "numel", numel(out(0)), mul_sat(numel(in(0)), *h), "ids * hidden");
+      }
+      break;
+    }
+    case Opcode::RmsNorm:
+    case Opcode::LayerNorm: {
+      if (auto h = p("hidden")) {
+        expect(in(0), "last dimension", in(0) ? cols(in(0)) : 0, *h, "hidden");
+        for (size_t i = 1; i < n_in; ++i) expect(in(i), "numel", numel(in(i)), *h, "hidden");
+      }
+      same_numel(in(0), out(0));
+      break;
+    }
+    case Opcode::GemvTile:
+    case Opcode::GemmTile: {
+      gemv(in(0), in(1), out(0));
+      if (in(2) != nullptr && in(1) != nullptr) expect(in(2), "numel", numel(in(2)), rows(in(1)), "bias has N_out elements");
+      if (task_.op == Opcode::GemmTile && in(0) && out(0)) {
+        expect(out(0), "rows", rows(out(0)), rows(in(0)), "M, the rows of", in(0));
+        auto m_tile = p("M_tile");
+        auto m_off = task_.params.has("m_off") ? p("m_off") : std::optional<int64_t>(0);
+        if (m_tile && m_off && (*m_off < 0 || *m_tile < 1 || *m_off + *m_tile > rows(out(0))))
+          fail("tile.bounds", "tile rows [" + s(*m_off) + ", " + s(*m_off + *m_tile) + ") is not inside the " +
+                                  s(rows(out(0))) + " rows of " + name(out(0)), out(0));
+      } else if (in(0) && out(0)) {
+        expect(out(0), "rows", rows(out(0)), rows(in(0)), "one output row per input row");
+      }
+      break;
+    }
+    case Opcode::AttentionTile: attention(); break;
+    case Opcode::Rope: {
+      if (auto hd = p("head_dim")) {
+        if (*hd < 2 || *hd % 2 != 0) {
+          fail("shape", "head_dim " + s(*hd) + " must be even and >= 2");
+        } else {
+          if (in(0) && numel(in(0)) % *hd != 0) fail("shape", name(in(0)) + " numel " + s(numel(in(0))) + " is not a multiple of head_dim " + s(*hd), in(0));
+          if (in(1) && numel(in(1)) < *hd / 2) expect(in(1), "numel", numel(in(1)), *hd / 2, "inv_freq holds head_dim/2 entries");
+        }
+      }
+      if (in(1)) expect_dtype(in(1), DType::F32, "inv_freq table");
+      same_numel(in(0), out(0));
+      break;
+    }
+    case Opcode::SiluMul:
+    case Opcode::Add:
+    case Opcode::Mul:
+    case Opcode::AllreduceShard:
+      for (size_t i = 1; i < n_in; ++i) same_numel(in(0), in(i));
+      same_numel(in(0), out(0));
+      break;
+    case Opcode::Gelu:
+    case Opcode::Softmax: same_numel(in(0), out(0)); break;
+    case Opcode::Dequant: {
+      auto q = p("qdtype"), g = p("group");
+      if (q && *q != static_cast<int64_t>(DType::I8) && *q != static_cast<int64_t>(DType::I4))
+        fail("contract", "qdtype " + s(*q) + " must be 6 (I8) or 7 (I4)");
+      if (g && (*g < 1 || (in(0) && cols(in(0)) % *g != 0)))
+        fail("shape", "group " + s(*g) + " must be >= 1 and divide K = " + s(in(0) ? cols(in(0)) : 0));
+      same_numel(in(0), out(0));
+      break;
+    }
+    case Opcode::KvAppend: {
+      if (out(0) && n_in >= 2 && task_.outputs[0] != task_.inputs[1])
+        fail("contract", "KV_APPEND must write its input 1 (the cache), but writes " + name(out(0)), out(0));
+      if (out(0) && out(0)->kind != BufferKind::KvCache)
+        fail("contract", "KV_APPEND writes " + name(out(0)) + ", a " + std::string(buffer_kind_name(out(0)->kind)) +
+                             " buffer; it must be a KV_CACHE", out(0));
+      if (in(0) && in(1)) expect(in(0), "numel", numel(in(0)), cols(in(1)), "one cache row");
+      if (auto pos = p("pos"); pos && in(1) && (*pos < 0 || *pos >= rows(in(1))))
+        fail("shape", "pos " + s(*pos) + " is not a row of " + name(in(1)) + " (" + s(rows(in(1))) + " rows)", in(1));
+      break;
+    }
+    case Opcode::SampleArgmax:
+      expect_dtype(out(0), DType::I32, "SAMPLE_ARGMAX writes a token id");
+      if (out(0) && numel(out(0)) != 1) fail("contract", name(out(0)) + " must hold 1 element (the token id)", out(0));
+      break;
+    case Opcode::AttentionCombine: combine(); break;
+    case Opcode::Fused: {
+      auto rname = task_.params.get_string("recipe");
+      const RecipeSpec* r = rname ? recipe_find(*rname) : nullptr;
+      if (r == nullptr || static_cast<int>(n_in) != r->inputs) break;  // params.type / arity report it
+      const bool silu = r->recipe == FusedRecipe::SiluMulGemv || r->recipe == FusedRecipe::SiluMulGemvAdd;
+      if (silu) same_numel(in(0), in(1));
+      if (r->recipe == FusedRecipe::RmsNormGemv) expect(in(1), "numel", numel(in(1)), cols(in(0)), "norm weight of x");
+      gemv(in(0), in(silu || r->recipe == FusedRecipe::RmsNormGemv ? 2 : 1), out(0));
+      if (r->residual_input >= 0 && out(0))
+        expect(in(static_cast<size_t>(r->residual_input)), "numel", numel(in(static_cast<size_t>(r->residual_input))),
+               numel(out(0)), "residual matches the output");
+      if (auto flags = p("flags"); flags && ((*flags >> kFlagRecipeShift) & 0xffff) != 0 &&
+                                   ((*flags >> kFlagRecipeShift) & 0xffff) != static_cast<int64_t>(r->recipe))
+        fail("contract", "flags bits 16-31 hold recipe id " + s((*flags >> kFlagRecipeShift) & 0xffff) + " but recipe " +
+                             std::string(r->name) + " is " + s(static_cast<int64_t>(r->recipe)));
+      break;
+    }
+    case Opcode::Nop: break;
+  }
+}
+
+}  // namespace
+
+void check_shapes(Context& cx, int32_t t) {
+  const Task& task = cx.program.tasks[t];
+  const OpSpec& spec = op_spec(task.op);
+  const auto n_in = static_cast<int>(task.inputs.size());
+  // Shapes are only meaningful once the operands exist and their count is right.
+  if (!cx.task_refs_ok[t] || n_in < spec.min_inputs || n_in > spec.max_inputs ||
+      static_cast<int>(task.outputs.size()) != spec.outputs)
+    return;
+  for (const BufferId b : task.inputs)
+    if (cx.program.buffers[position_of(cx.ix.buffer_of_id, b)].numel() < 0) return;
+  for (const BufferId b : task.outputs)
+    if (cx.program.buffers[position_of(cx.ix.buffer_of_id, b)].numel() < 0) return;
+  TaskShapes(cx, t).run();
+}
+
+}  // namespace amk::ir::detail

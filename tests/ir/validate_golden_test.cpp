@@ -1,0 +1,162 @@
+// tests/ir/validate_golden_test.cpp: invalid programs on disk (tests/golden/invalid/<case>.json)
+// with the diagnostics they must produce (<case>.expected.txt: the report without its stats line).
+// The fixtures are written from the builder programs below by the hidden test
+// amk_tests "[.golden-write]"; review the diff of the .expected.txt files when they change.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "ir/json.h"
+#include "ir/validate.h"
+#include "ir/program_builder.h"
+
+using namespace amk::ir;
+using amk::testing::ProgramBuilder;
+
+namespace {
+
+Program cycle() {
+  ProgramBuilder b;
+  const int x = b.input("x", {4}), h = b.act("h", {4}), g = b.act("g", {4});
+  const int ca = b.counter("a done"), cb = b.counter("b done");
+  b.copy("a", x, h).signal(ca).wait(cb, 1);
+  b.copy("b", x, g).signal(cb).wait(ca, 1);
+  return b.build();
+}
+
+Program queue_order() {
+  ProgramBuilder b;
+  const int x = b.input("x", {4}), h = b.act("h", {4}), g = b.act("g", {4});
+  const int ca = b.counter("consumer done"), cb = b.counter("h ready");
+  b.copy("consumer", h, g).signal(ca).wait(cb, 1).sm(0);
+  b.copy("producer", x, h).signal(cb).sm(0);
+  return b.build();
+}
+
+Program race_war() {
+  ProgramBuilder b;
+  const int x = b.input("x", {8}), h = b.act("h", {8}), y = b.output("y", {8}), z = b.output("z", {8});
+  const int c0 = b.counter("h v1"), c1 = b.counter("read v1"), c2 = b.counter("h v2");
+  b.copy("write1", x, h).signal(c0);
+  b.copy("read1", h, y).signal(c1).wait(c0, 1);
+  b.copy("write2", x, h).signal(c2).wait(c0, 1);
+  b.copy("read2", h, z).wait(c2, 1);
+  return b.build();
+}
+
+Program overlapping_tiles() {
+  ProgramBuilder b;
+  const int x = b.input("x", {1, 16}), w = b.weight("W", {16, 16}), q = b.act("q", {1, 16}), y = b.output("y", {1, 16});
+  const int c = b.counter("q tiles");
+  for (int i = 0; i < 4; ++i) b.gemv("q.t" + std::to_string(i), x, w, q, 16, i == 2 ? 6 : 4 * i, 4).signal(c);
+  b.copy("rope", q, y).wait(c, 4);
+  return b.build();
+}
+
+Program self_read() {
+  ProgramBuilder b;
+  const int x = b.input("x", {8}), h = b.act("h", {8});
+  b.task(Opcode::Add, "accumulate").in({h, x}).out({h});
+  return b.build();
+}
+
+Program kv_before_append() {
+  ProgramBuilder b;
+  const int q = b.input("q", {8}), knew = b.input("k_new", {4});
+  const int kc = b.kv("k_cache", {16, 4}), vc = b.kv("v_cache", {16, 4}), o = b.output("attn", {8});
+  const int ca = b.counter("attn done");
+  b.task(Opcode::AttentionTile, "attn").in({q, kc, vc}).out({o}).signal(ca).i("head_dim", 4).i("kv_start", 0).i("kv_len", 4)
+      .param("scale", 0.5).i("n_heads", 2).i("n_kv_heads", 1);
+  b.task(Opcode::KvAppend, "kv_append").in({knew, kc}).out({kc}).i("pos", 3).wait(ca, 1);
+  return b.build();
+}
+
+Program partial_wait() {
+  ProgramBuilder b;
+  const int x = b.input("x", {8}), a = b.act("a", {8}), bb = b.act("b", {8}), y = b.output("y", {8});
+  const int c = b.counter("either");
+  b.copy("p1", x, a).signal(c);
+  b.copy("p2", x, bb).signal(c);
+  b.copy("consumer", a, y).wait(c, 1);
+  return b.build();
+}
+
+Program page_clobber() {
+  ProgramBuilder b;
+  const int x = b.input("x", {8}), a = b.act("a", {8}), bv = b.act("b", {8}), ya = b.output("ya", {8}), yb = b.output("yb", {8});
+  const int ca = b.counter("a ready"), cra = b.counter("a consumed"), cb = b.counter("b ready");
+  b.copy("write_a", x, a).signal(ca);
+  b.copy("read_a", a, ya).signal(cra).wait(ca, 1);
+  b.copy("write_b", x, bv).signal(cb).wait(ca, 1);
+  b.copy("read_b", bv, yb).wait(cb, 1);
+  b.page({a, bv}, 32);
+  return b.build();
+}
+
+Program structural() {
+  // One program, several structural errors: a write into a WEIGHT, a counter init, a mistyped
+  // int param, a tile outside its buffer, an unsatisfiable wait, an unwritten output.
+  ProgramBuilder b;
+  const int x = b.input("x", {1, 16}), w = b.weight("W", {32, 16}), y = b.output("y", {1, 32}), z = b.output("z", {4});
+  const int c = b.counter("tiles");
+  b.gemv("lm.t0", x, w, y, 16, 0, 16).signal(c).param("K", 16.0);
+  b.gemv("lm.t1", x, w, y, 16, 24, 16).signal(c);
+  b.copy("bad_copy", x, w).wait(c, 3);
+  b.program().counters[0].init = 1;
+  (void)z;
+  return b.build();
+}
+
+const std::vector<std::pair<std::string, std::function<Program()>>>& cases() {
+  static const std::vector<std::pair<std::string, std::function<Program()>>> all = {
+      {"deadlock_cycle", cycle},         {"queue_order", queue_order},       {"race_war", race_war},
+      {"overlapping_tiles", overlapping_tiles}, {"self_read", self_read}, {"kv_before_append", kv_before_append},
+      {"partial_wait", partial_wait},    {"page_clobber", page_clobber},     {"structural", structural},
+  };
+  return all;
+}
+
+// The report without its stats line: what a reviewer compares.
+std::string diagnostics(const ValidationResult& r) {
+  std::istringstream in(r.report());
+  std::string line, out;
+  while (std::getline(in, line))
+    if (line.rfind("stats:", 0) != 0) out += line + "\n";
+  return out;
+}
+
+std::string golden_path(const std::string& name, const char* ext) {
+  return std::string(AMK_SOURCE_DIR) + "/tests/golden/invalid/" + name + ext;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("golden: write the invalid-program fixtures", "[.golden-write]") {
+  for (const auto& [name, make] : cases()) {
+    const Program p = make();
+    REQUIRE(program_save(p, golden_path(name, ".json")).is_ok());
+    std::ofstream(golden_path(name, ".expected.txt")) << diagnostics(validate(p));
+  }
+}
+
+TEST_CASE("golden: invalid programs on disk are rejected with the recorded diagnostics", "[ir][golden]") {
+  for (const auto& [name, make] : cases()) {
+    INFO(name);
+    auto loaded = program_load(golden_path(name, ".json"));
+    REQUIRE(loaded.is_ok());
+    const ValidationResult r = validate(*loaded);
+    CHECK_FALSE(r.ok);
+    CHECK(diagnostics(r) == slurp(golden_path(name, ".expected.txt")));
+    // The builder program and its JSON round trip are judged the same.
+    CHECK(diagnostics(validate(make())) == diagnostics(r));
+  }
+}
