@@ -1,0 +1,206 @@
+// schedule/emit_layer.cpp: one Llama decoder layer as a chain of stages.
+// Unfused, a layer is: attn_norm, qkv, rope (+ KV_APPEND v), kv_append (k), attention,
+// [attn_combine], o_proj, attn_residual, mlp_norm, gate_up, silu_mul, down_proj, mlp_residual.
+// Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 7 stages (8 with
+// split-KV). Tasks inside a stage never touch the same bytes: tiles write disjoint columns, and
+// the in-place residual tiles read and write only their own columns of h.
+#include <cmath>
+
+#include "schedule/cost.h"
+#include "schedule/emit.h"
+
+namespace amk::schedule {
+namespace {
+
+struct LayerWeights {
+  ir::BufferId attn_norm, q, k, v, o, mlp_norm, gate, up, down;
+};
+
+LayerWeights layer_weights(LowerContext& c, const std::string& P, int64_t layer) {
+  const ModelConfig& m = c.model;
+  const std::string src = "model.layers." + std::to_string(layer) + ".";
+  const int64_t H = m.hidden_size, I = m.intermediate_size;
+  LayerWeights w;
+  w.attn_norm = c.weight(P + ".input_layernorm", {H}, src + "input_layernorm.weight");
+  w.q = c.weight(P + ".q_proj", {m.q_dim(), H}, src + "self_attn.q_proj.weight");
+  w.k = c.weight(P + ".k_proj", {m.kv_dim(), H}, src + "self_attn.k_proj.weight");
+  w.v = c.weight(P + ".v_proj", {m.kv_dim(), H}, src + "self_attn.v_proj.weight");
+  w.o = c.weight(P + ".o_proj", {H, m.q_dim()}, src + "self_attn.o_proj.weight");
+  w.mlp_norm = c.weight(P + ".post_attention_layernorm", {H}, src + "post_attention_layernorm.weight");
+  w.gate = c.weight(P + ".gate_proj", {I, H}, src + "mlp.gate_proj.weight");
+  w.up = c.weight(P + ".up_proj", {I, H}, src + "mlp.up_proj.weight");
+  w.down = c.weight(P + ".down_proj", {H, I}, src + "mlp.down_proj.weight");
+  return w;
+}
+
+// ROPE and KV_APPEND follow the decode position through STEP_POS (params.pos stays 0).
+void emit_rope(LowerContext& c, const std::string& label, ir::BufferId x, ir::BufferId y) {
+  const int64_t n = c.b.buffer(x).numel();
+  ir::Params p;
+  p.set("head_dim", c.model.head_dim);
+  p.set("theta", c.model.rope_theta);
+  p.set("pos", int64_t{0});
+  p.set("flags", ir::kFlagStepPos);
+  const Cost cost = cost_rope(n, c.model.head_dim, c.dtype);
+  c.b.add_task(ir::Opcode::Rope, {x, c.inv_freq}, {y}, std::move(p), label, cost.bytes, cost.flops);
+}
+
+void emit_kv_append(LowerContext& c, const std::string& label, ir::BufferId x, ir::BufferId cache) {
+  ir::Params p;
+  p.set("pos", int64_t{0});
+  p.set("flags", ir::kFlagStepPos);
+  const Cost cost = cost_kv_append(c.b.buffer(x).numel(), c.dtype);
+  c.b.add_task(ir::Opcode::KvAppend, {x, cache}, {cache}, std::move(p), label, cost.bytes, cost.flops);
+}
+
+// Head groups x KV partitions. With P > 1 each partition writes F32 {acc, m, l} partials into
+// its own buffer and one ATTENTION_COMBINE (next stage) merges them into `out`.
+void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::BufferId k_cache,
+                    ir::BufferId v_cache, ir::BufferId out) {
+  const ModelConfig& m = c.model;
+  const int64_t hd = m.head_dim, parts = c.tiling.kv_partitions;
+  const bool split = parts > 1;
+  std::vector<ir::BufferId> partials;
+  for (int64_t p = 0; split && p < parts; ++p) {
+    partials.push_back(c.activation(P + ".attn_partial" + std::to_string(p), m.num_attention_heads * (hd + 2),
+                                    ir::DType::F32));
+  }
+  c.b.begin_stage(P + " attention");
+  for (int64_t p = 0; p < parts; ++p) {
+    const Span kv = c.tiling.kv_partition(p, c.max_seq);
+    const int64_t kv_start = kv.off, kv_len = kv.len;
+    for (const Span& heads : spans_cover(m.num_attention_heads, c.tiling.heads_per_task)) {
+      const int64_t kv_heads = (heads.off + heads.len - 1) / m.gqa_group() - heads.off / m.gqa_group() + 1;
+      const int64_t width = split ? hd + 2 : hd;
+      ir::Params prm;
+      prm.set("head_dim", hd);
+      prm.set("kv_start", kv_start);
+      prm.set("kv_len", kv_len);
+      prm.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
+      prm.set("n_heads", m.num_attention_heads);
+      prm.set("n_kv_heads", m.num_key_value_heads);
+      prm.set("n_off", heads.off);
+      prm.set("N_tile", heads.len);
+      prm.set("flags", ir::kFlagStepKv | (split ? ir::kFlagPartialWrite : 0));
+      const Cost cost = cost_attention(heads.len, kv_heads, kv_len, hd, c.dtype, width,
+                                       split ? ir::DType::F32 : c.dtype);
+      const std::string label = P + ".attention[h" + std::to_string(heads.off) + ":" +
+                                std::to_string(heads.off + heads.len) + ",kv" + std::to_string(kv_start) + ":" +
+                                std::to_string(kv_start + kv_len) + "]";
+      c.b.add_task(ir::Opcode::AttentionTile, {q, k_cache, v_cache}, {split ? partials[p] : out}, std::move(prm),
+                   label, cost.bytes, cost.flops);
+    }
+  }
+  if (!split) return;
+  c.b.begin_stage(P + " attn_combine");
+  ir::Params prm;
+  prm.set("head_dim", hd);
+  prm.set("n_heads", m.num_attention_heads);
+  const Cost cost = cost_combine(parts, m.num_attention_heads, hd, c.dtype);
+  c.b.add_task(ir::Opcode::AttentionCombine, partials, {out}, std::move(prm), P + ".attn_combine", cost.bytes,
+               cost.flops);
+}
+
+void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
+  const ModelConfig& m = c.model;
+  const int64_t H = m.hidden_size;
+  const ir::BufferId k_cache = c.b.add_buffer(P + ".k_cache", ir::BufferKind::KvCache, c.dtype, {c.max_seq, m.kv_dim()});
+  const ir::BufferId v_cache = c.b.add_buffer(P + ".v_cache", ir::BufferKind::KvCache, c.dtype, {c.max_seq, m.kv_dim()});
+  const ir::BufferId q = c.activation(P + ".q", m.q_dim());
+  const ir::BufferId k = c.activation(P + ".k", m.kv_dim());
+  const ir::BufferId v = c.activation(P + ".v", m.kv_dim());
+
+  GemvJob qj{P + ".q_proj", "q_proj", GemvForm::Plain, c.h, ir::BufferId(), w.q, q, H, m.q_dim()};
+  GemvJob kj{P + ".k_proj", "k_proj", GemvForm::Plain, c.h, ir::BufferId(), w.k, k, H, m.kv_dim()};
+  GemvJob vj{P + ".v_proj", "v_proj", GemvForm::Plain, c.h, ir::BufferId(), w.v, v, H, m.kv_dim()};
+  if (c.fusion.attn_norm_qkv) {
+    for (GemvJob* j : {&qj, &kj, &vj}) {
+      j->form = GemvForm::RmsNorm;
+      j->x2 = w.attn_norm;
+    }
+  } else {
+    const ir::BufferId xn = c.activation(P + ".attn_norm_out", H);
+    c.b.begin_stage(P + " attn_norm");
+    emit_rmsnorm(c, P + ".attn_norm", c.h, w.attn_norm, xn);
+    qj.x = kj.x = vj.x = xn;
+  }
+  c.b.begin_stage(P + " qkv");
+  for (const GemvJob* j : {&qj, &kj, &vj}) emit_gemv_tiles(c, *j);
+
+  const ir::BufferId q_rot = c.activation(P + ".q_rot", m.q_dim());
+  const ir::BufferId k_rot = c.activation(P + ".k_rot", m.kv_dim());
+  c.b.begin_stage(P + " rope");
+  emit_rope(c, P + ".rope_q", q, q_rot);
+  emit_rope(c, P + ".rope_k", k, k_rot);
+  emit_kv_append(c, P + ".kv_append_v", v, v_cache);  // v needs no rotation: append it now
+  c.b.begin_stage(P + " kv_append");
+  emit_kv_append(c, P + ".kv_append_k", k_rot, k_cache);
+
+  const ir::BufferId attn = c.activation(P + ".attn", m.q_dim());
+  emit_attention(c, P, q_rot, k_cache, v_cache, attn);
+
+  GemvJob oj{P + ".o_proj", "o_proj", GemvForm::Add, attn, ir::BufferId(), w.o, c.h, m.q_dim(), H};
+  if (c.fusion.o_residual) {
+    c.b.begin_stage(P + " o_proj");
+    emit_gemv_tiles(c, oj);
+    return;
+  }
+  oj.form = GemvForm::Plain;
+  oj.out = c.activation(P + ".o", H);
+  c.b.begin_stage(P + " o_proj");
+  emit_gemv_tiles(c, oj);
+  c.b.begin_stage(P + " attn_residual");
+  emit_elementwise(c, ir::Opcode::Add, P + ".attn_residual", c.h, oj.out, c.h);
+}
+
+void emit_mlp_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
+  const ModelConfig& m = c.model;
+  const int64_t H = m.hidden_size, I = m.intermediate_size;
+  const ir::BufferId gate = c.activation(P + ".gate", I);
+  const ir::BufferId up = c.activation(P + ".up", I);
+  GemvJob gj{P + ".gate_proj", "gate_proj", GemvForm::Plain, c.h, ir::BufferId(), w.gate, gate, H, I};
+  GemvJob uj{P + ".up_proj", "up_proj", GemvForm::Plain, c.h, ir::BufferId(), w.up, up, H, I};
+  if (c.fusion.mlp_norm_gate_up) {
+    gj.form = uj.form = GemvForm::RmsNorm;
+    gj.x2 = uj.x2 = w.mlp_norm;
+  } else {
+    const ir::BufferId xn = c.activation(P + ".mlp_norm_out", H);
+    c.b.begin_stage(P + " mlp_norm");
+    emit_rmsnorm(c, P + ".mlp_norm", c.h, w.mlp_norm, xn);
+    gj.x = uj.x = xn;
+  }
+  c.b.begin_stage(P + " gate_up");
+  emit_gemv_tiles(c, gj);
+  emit_gemv_tiles(c, uj);
+
+  GemvJob dj{P + ".down_proj", "down_proj", GemvForm::Plain, gate, up, w.down, c.h, I, H};
+  if (!c.fusion.silu_down) {
+    const ir::BufferId act = c.activation(P + ".silu_mul_out", I);
+    c.b.begin_stage(P + " silu_mul");
+    emit_elementwise(c, ir::Opcode::SiluMul, P + ".silu_mul", gate, up, act);
+    dj.x = act;
+  }
+  if (c.fusion.down_residual) {
+    dj.form = c.fusion.silu_down ? GemvForm::SiluMulAdd : GemvForm::Add;
+    c.b.begin_stage(P + " down_proj");
+    emit_gemv_tiles(c, dj);
+    return;
+  }
+  dj.form = c.fusion.silu_down ? GemvForm::SiluMul : GemvForm::Plain;
+  dj.out = c.activation(P + ".down", H);
+  c.b.begin_stage(P + " down_proj");
+  emit_gemv_tiles(c, dj);
+  c.b.begin_stage(P + " mlp_residual");
+  emit_elementwise(c, ir::Opcode::Add, P + ".mlp_residual", c.h, dj.out, c.h);
+}
+
+}  // namespace
+
+void emit_layer(LowerContext& c, int64_t layer) {
+  const std::string P = "L" + std::to_string(layer);
+  const LayerWeights w = layer_weights(c, P, layer);
+  emit_attention_block(c, P, w);
+  emit_mlp_block(c, P, w);
+}
+
+}  // namespace amk::schedule

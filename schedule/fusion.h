@@ -1,0 +1,28 @@
+// schedule/fusion.h: the `fusion_grouping` knob resolved into which FUSED recipes to emit (internal).
+// A group is a set of op names (order inside a group does not matter); each known group removes
+// one or more dependency stages per layer. docs/SCHEDULE.md lists the groups and their recipes.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+
+namespace amk::schedule {
+
+struct FusionPlan {
+  bool attn_norm_qkv = false;     ///< {rmsnorm, q_proj, k_proj, v_proj}: RMSNORM_GEMV q/k/v tiles
+  bool mlp_norm_gate_up = false;  ///< {rmsnorm, gate_proj, up_proj}: RMSNORM_GEMV gate/up tiles
+  bool o_residual = false;        ///< {o_proj, residual_add}: GEMV_ADD tiles into h, in place
+  bool silu_down = false;         ///< silu_mul folded into the down tiles (SILU_MUL_GEMV[_ADD])
+  bool down_residual = false;     ///< residual add folded into the down tiles (GEMV_ADD / SILU_MUL_GEMV_ADD)
+  bool final_norm_lm_head = false;  ///< {final_norm, lm_head[, argmax]}: RMSNORM_GEMV LM-head tiles
+};
+
+/// Resolve the groups. An unknown group, or a projection named by two groups, is InvalidArgument
+/// naming "fusion_grouping[i]".
+[[nodiscard]] Result<FusionPlan> fusion_plan(const std::vector<std::vector<std::string>>& groups);
+
+/// The grouping that turns every known fusion on (the fastest lowering amk knows).
+std::vector<std::vector<std::string>> fusion_all_groups();
+
+}  // namespace amk::schedule

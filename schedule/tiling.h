@@ -1,0 +1,49 @@
+// schedule/tiling.h: the `tiling` knob resolved into tile sizes for one model (internal).
+// GEMV outputs are cut into column tiles of N_tile (the last one may be narrower), so the tiles of
+// one projection cover its output exactly once; attention is cut into head groups x KV partitions.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "ir/status.h"
+#include "schedule/model_config.h"
+
+namespace amk::schedule {
+
+/// Default GEMV tile width when neither `gemv` nor the projection sets N_tile.
+inline constexpr int64_t kDefaultGemvNTile = 256;
+/// ATTENTION_COMBINE takes at most 8 partials (the ABI's input cap).
+inline constexpr int64_t kMaxKvPartitions = 8;
+
+/// The projections a `tiling` entry may name, in lowering order.
+const std::vector<std::string>& projection_names();
+
+/// A half-open range [off, off + len).
+struct Span {
+  int64_t off = 0;
+  int64_t len = 0;
+};
+
+/// The tiling knob resolved for one model: what emit_* cuts outputs and attention into.
+struct TilingPlan {
+  std::map<std::string, int64_t> n_tile;  ///< per projection name
+  int64_t kv_partitions = 1;              ///< split-KV partitions P (1 = no combine)
+  int64_t heads_per_task = 1;             ///< query heads per ATTENTION_TILE task
+
+  /// Cache rows of partition p: [p*S/P, (p+1)*S/P) (integer division), so the P slices cover
+  /// [0, S) exactly, differ in length by at most one row, and none is empty (P <= S).
+  Span kv_partition(int64_t p, int64_t max_seq) const;
+};
+
+/// Resolve and check `config.tiling` for `model` at `max_seq`. Unknown archetypes or params and
+/// out-of-range values are InvalidArgument naming the knob, e.g. "tiling.attention.kv_partitions".
+[[nodiscard]] Result<TilingPlan> tiling_plan(const ir::ScheduleConfig& config, const ModelConfig& model,
+                                             int64_t max_seq);
+
+/// Consecutive spans of `tile` covering [0, n) exactly; the last may be shorter.
+std::vector<Span> spans_cover(int64_t n, int64_t tile);
+
+}  // namespace amk::schedule
