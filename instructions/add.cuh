@@ -1,0 +1,17 @@
+// instructions/add.cuh: ADD (11) on the device, elementwise: y = a + b. Operands are decoded and
+// checked by add.h (shared with the CPU reference); one fp32 value and one cast per element.
+#pragma once
+#include "instructions/elementwise.cuh"
+#include "instructions/add.h"
+
+namespace amk::instructions {
+
+/// ADD, whole block.
+AMK_DEVICE_NOINLINE int32_t add_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+  AddArgs a;
+  AMK_TRY_DEV(decode_add(p, inst, &a));
+  block_for(a.y.numel, [&](int64_t i) { a.y.store(i, a.a.load(i) + a.b.load(i)); });
+  return AMK_DEVERR_NONE;
+}
+
+}  // namespace amk::instructions

@@ -1,0 +1,80 @@
+// instructions/attention_tile.h: ATTENTION_TILE (7), single-query GQA attention over a KV window
+// for the q-head range [n_off, n_off + N_tile) (N_tile == 0: all heads). kv head g = h / (n_heads /
+// n_kv_heads). With PARTIAL_WRITE each head writes [acc[hd], m, l] (F32, unnormalised) for
+// ATTENTION_COMBINE; an empty or fully masked window gives m = -inf, l = 0, acc = 0.
+#pragma once
+#include "instructions/common/tensor.h"
+
+namespace amk::instructions {
+
+/// Decoded ATTENTION_TILE operands.
+struct AttentionTileArgs {
+  Tensor q, k, v, bias, out;
+  bool has_bias = false, partial = false;
+  int64_t head_dim = 0, n_heads = 0, n_kv_heads = 0, group = 1;
+  int64_t seq = 0;                  ///< S: cache rows
+  int64_t h_begin = 0, h_end = 0;   ///< q heads of this task
+  int64_t j_begin = 0, j_end = 0;   ///< effective KV window [j_begin, j_end)
+  int64_t out_width = 0;            ///< hd, or hd + 2 with PARTIAL_WRITE
+  float scale = 1.0f;
+};
+
+/// Effective window under STEP_KV: [kv_start, min(kv_start + kv_len, step.pos + 1)), never negative.
+AMK_HD void attention_window(const amk_program_t& p, const amk_params_t& pr, int64_t* begin, int64_t* end) {
+  *begin = pr.kv_start;
+  *end = static_cast<int64_t>(pr.kv_start) + pr.kv_len;
+  if (pr.flags & AMK_FLAG_STEP_KV) {
+    const int64_t live = step_pos(p) + 1;
+    if (live < *end) *end = live;
+    if (*end < *begin) *end = *begin;
+  }
+}
+
+/// BAD_PARAMS for inconsistent head counts or shapes, a head range outside [0, n_heads), a
+/// negative kv_start / kv_len, or a static window past the cache; INDEX_OUT_OF_RANGE when the
+/// STEP_KV window passes the cache; BAD_DTYPE for non-float operands or a non-F32 partial.
+AMK_HD int32_t decode_attention_tile(const amk_program_t& p, const amk_instruction_t& inst, AttentionTileArgs* a) {
+  AMK_TRY_DEV(check_arity(inst, 3, 4, 1));
+  AMK_TRY_DEV(bind_input(p, inst, 0, &a->q));
+  AMK_TRY_DEV(bind_input(p, inst, 1, &a->k));
+  AMK_TRY_DEV(bind_input(p, inst, 2, &a->v));
+  AMK_TRY_DEV(bind_output(p, inst, 0, &a->out));
+  a->has_bias = inst.n_inputs == 4;
+  if (a->has_bias) AMK_TRY_DEV(bind_input(p, inst, 3, &a->bias));
+  AMK_TRY_DEV(require_float(a->q));
+  AMK_TRY_DEV(require_float(a->k));
+  AMK_TRY_DEV(require_float(a->v));
+  AMK_TRY_DEV(require_float(a->out));
+  if (a->has_bias) AMK_TRY_DEV(require_float(a->bias));
+  const amk_params_t& pr = inst.params;
+  a->partial = (pr.flags & AMK_FLAG_PARTIAL_WRITE) != 0;
+  if (a->partial && a->out.dtype != AMK_DTYPE_F32) return AMK_DEVERR_BAD_DTYPE;
+  a->head_dim = pr.head_dim;
+  a->n_heads = pr.n_heads;
+  a->n_kv_heads = pr.n_kv_heads;
+  if (a->head_dim < 1 || a->n_heads < 1 || a->n_kv_heads < 1 || a->n_heads % a->n_kv_heads != 0)
+    return AMK_DEVERR_BAD_PARAMS;
+  a->group = a->n_heads / a->n_kv_heads;
+  const int64_t kv_row = a->n_kv_heads * a->head_dim;
+  if (a->q.numel != a->n_heads * a->head_dim || a->k.numel % kv_row != 0 || a->v.numel != a->k.numel)
+    return AMK_DEVERR_BAD_PARAMS;
+  a->seq = a->k.numel / kv_row;
+  if (a->has_bias && a->bias.numel != a->seq) return AMK_DEVERR_BAD_PARAMS;
+  const int64_t n_tile = pr.N_tile == 0 ? a->n_heads : pr.N_tile;
+  if (pr.n_off < 0 || n_tile < 1 || pr.n_off + n_tile > a->n_heads) return AMK_DEVERR_BAD_PARAMS;
+  a->h_begin = pr.n_off;
+  a->h_end = pr.n_off + n_tile;
+  a->out_width = a->partial ? a->head_dim + 2 : a->head_dim;
+  if (a->out.numel != a->n_heads * a->out_width) return AMK_DEVERR_BAD_PARAMS;
+  if (pr.kv_start < 0 || pr.kv_len < 0) return AMK_DEVERR_BAD_PARAMS;
+  attention_window(p, pr, &a->j_begin, &a->j_end);
+  if (a->j_end > a->seq)
+    return (pr.flags & AMK_FLAG_STEP_KV) ? AMK_DEVERR_INDEX_OUT_OF_RANGE : AMK_DEVERR_BAD_PARAMS;
+  a->scale = pr.scale;
+  return AMK_DEVERR_NONE;
+}
+
+/// CPU reference of ATTENTION_TILE.
+int32_t attention_tile_ref(const amk_program_t& prog, const amk_instruction_t& inst);
+
+}  // namespace amk::instructions

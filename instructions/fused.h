@@ -1,0 +1,62 @@
+// instructions/fused.h: FUSED (19) runs the recipe in flags bits 16-31 (ir::FusedRecipe) as one
+// GEMV tile with a prologue on x and an epilogue on y. The prologue's vector stays fp32 (it is not
+// an output, so it is never rounded to a buffer dtype). y may be the residual buffer itself.
+#pragma once
+#include "instructions/common/matmul.h"
+
+namespace amk::instructions {
+
+/// Recipe ids (mirror ir::FusedRecipe; tests/instructions check they agree).
+enum FusedRecipeId : int32_t {
+  kRecipeGemvAdd = 1,         ///< [x, W, residual]: y = x . W[n] + residual[n]
+  kRecipeRmsNormGemv = 2,     ///< [x, norm_w, W]: y = (rmsnorm(x) * norm_w) . W[n]
+  kRecipeSiluMulGemv = 3,     ///< [gate, up, W]: y = (silu(gate) * up) . W[n]
+  kRecipeSiluMulGemvAdd = 4,  ///< [gate, up, W, residual]: SILU_MUL_GEMV + residual[n]
+};
+
+/// Decoded FUSED operands: mm.x is x or gate; aux is norm_w or up.
+struct FusedArgs {
+  int32_t recipe = 0;
+  MatmulArgs mm;
+  Tensor aux, residual;
+  bool has_aux = false, has_residual = false;
+  float eps = 0.0f;
+};
+
+/// BAD_PARAMS for an unknown recipe, the wrong input count, or operands that do not fit the tile
+/// (as GEMV_TILE; norm_w has K elements, up matches gate, residual is [rows, N_out]).
+AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& inst, FusedArgs* a) {
+  a->recipe = static_cast<int32_t>(static_cast<uint32_t>(inst.params.flags) >> AMK_FLAG_RECIPE_SHIFT);
+  int32_t w_index = 1, n_in = 3;
+  switch (a->recipe) {
+    case kRecipeGemvAdd: a->has_residual = true; break;
+    case kRecipeRmsNormGemv: a->has_aux = true; w_index = 2; break;
+    case kRecipeSiluMulGemv: a->has_aux = true; w_index = 2; break;
+    case kRecipeSiluMulGemvAdd: a->has_aux = a->has_residual = true; w_index = 2; n_in = 4; break;
+    default: return AMK_DEVERR_BAD_PARAMS;
+  }
+  AMK_TRY_DEV(check_arity(inst, n_in, n_in, 1));
+  Tensor x, w, y;
+  AMK_TRY_DEV(bind_input(p, inst, 0, &x));
+  AMK_TRY_DEV(bind_input(p, inst, w_index, &w));
+  AMK_TRY_DEV(bind_output(p, inst, 0, &y));
+  const amk_params_t& pr = inst.params;
+  AMK_TRY_DEV(matmul_bind(x, w, y, pr.K, pr.n_off, pr.N_tile, &a->mm));
+  if (a->has_aux) {
+    AMK_TRY_DEV(bind_input(p, inst, 1, &a->aux));
+    AMK_TRY_DEV(require_float(a->aux));
+    const int64_t want = a->recipe == kRecipeRmsNormGemv ? a->mm.K : x.numel;
+    if (a->aux.numel != want) return AMK_DEVERR_BAD_PARAMS;
+  }
+  if (a->has_residual) {
+    AMK_TRY_DEV(bind_input(p, inst, n_in - 1, &a->residual));
+    AMK_TRY_DEV(matmul_check_addend(a->residual, a->mm.rows * a->mm.n_out));
+  }
+  a->eps = pr.eps;
+  return AMK_DEVERR_NONE;
+}
+
+/// CPU reference of FUSED.
+int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst);
+
+}  // namespace amk::instructions

@@ -1,0 +1,39 @@
+// instructions/fused_ref.cpp: CPU reference of FUSED. Per row of x: build the fp32 prologue vector,
+// stream the tile's weight rows, add the residual tile, store. A residual element is read just
+// before the same y element is written, which is what makes y == residual safe.
+#include <vector>
+
+#include "instructions/common/matmul_ref.h"
+#include "instructions/common/reduce.h"
+#include "instructions/fused.h"
+#include "instructions/rms_norm.h"
+#include "instructions/silu_mul.h"
+
+namespace amk::instructions {
+
+int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
+  FusedArgs a;
+  AMK_TRY_DEV(decode_fused(prog, inst, &a));
+  const MatmulArgs& mm = a.mm;
+  const int64_t K = mm.K, width = mm.n_end - mm.n_begin;
+  std::vector<float> xf(static_cast<size_t>(K)), aux(static_cast<size_t>(K)), dots(static_cast<size_t>(width));
+  if (a.recipe == kRecipeRmsNormGemv) stage_row_f32(a.aux, 0, K, aux.data());
+  for (int64_t r = mm.m_begin; r < mm.m_end; ++r) {
+    stage_row_f32(mm.x, r, K, xf.data());
+    if (a.recipe == kRecipeRmsNormGemv) {
+      const float inv = rms_inv(row_sum_sq(xf.data(), K, 0.0f), K, a.eps);
+      for (int64_t k = 0; k < K; ++k) xf[k] = xf[k] * inv * aux[k];
+    } else if (a.has_aux) {
+      stage_row_f32(a.aux, r, K, aux.data());
+      for (int64_t k = 0; k < K; ++k) xf[k] = silu_mul(xf[k], aux[k]);
+    }
+    matmul_row_dots(xf.data(), mm.w, K, mm.n_begin, mm.n_end, dots.data());
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t i = r * mm.n_out + mm.n_begin + j;
+      mm.y.store(i, a.has_residual ? dots[j] + a.residual.load(i) : dots[j]);
+    }
+  }
+  return AMK_DEVERR_NONE;
+}
+
+}  // namespace amk::instructions

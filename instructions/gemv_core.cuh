@@ -1,0 +1,184 @@
+// instructions/gemv_core.cuh: the block-cooperative GEMV tile every weight-streaming op shares
+// (GEMV_TILE, GEMM_TILE, the FUSED recipes, the LM head). Bandwidth first: each warp owns kRows
+// weight rows at a time and streams them with 16-byte loads, kUnroll per row in flight per lane
+// (kRows * kUnroll * 16 B per lane, 64 KiB per 512-thread block), accumulating in fp32 against
+// the x row staged once in shared memory (after the recipe's prologue: rmsnorm or silu*up, kept
+// fp32). K larger than the shared-memory scratch is streamed in chunks. Rows that are not
+// 16-byte aligned (odd K, strided views) take a scalar path. One cast per output element.
+#pragma once
+#include "instructions/device_common.cuh"
+#include "instructions/common/matmul.h"
+#include "instructions/rms_norm.h"
+#include "instructions/silu_mul.h"
+
+namespace amk::instructions {
+
+/// What is applied to x while it is staged.
+enum GemvPrologue : int32_t { kGemvPlain = 0, kGemvRmsNorm = 1, kGemvSiluMul = 2 };
+
+/// fp32 dot of one 16-byte weight vector with the matching staged x values (16-byte aligned).
+template <int DT>
+AMK_DEVICE float gemv_dot16(uint4 w, const float* xs, float acc) {
+  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+  if constexpr (DT == AMK_DTYPE_F32) {
+    const float4 x = *reinterpret_cast<const float4*>(xs);
+    acc = fmaf(__uint_as_float(u[0]), x.x, acc);
+    acc = fmaf(__uint_as_float(u[1]), x.y, acc);
+    acc = fmaf(__uint_as_float(u[2]), x.z, acc);
+    acc = fmaf(__uint_as_float(u[3]), x.w, acc);
+  } else {
+    const float4 x0 = *reinterpret_cast<const float4*>(xs);
+    const float4 x1 = *reinterpret_cast<const float4*>(xs + 4);
+    const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float lo, hi;
+      if constexpr (DT == AMK_DTYPE_BF16) {
+        lo = __uint_as_float(u[i] << 16);
+        hi = __uint_as_float(u[i] & 0xffff0000u);
+      } else {
+        lo = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] & 0xffffu));
+        hi = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] >> 16));
+      }
+      acc = fmaf(lo, xv[2 * i], acc);
+      acc = fmaf(hi, xv[2 * i + 1], acc);
+    }
+  }
+  return acc;
+}
+
+/// One warp: acc[r] += W_row_r[chunk] . s_x[chunk] over `nvec` 16-byte vectors per row.
+template <int DT, int R, int U>
+AMK_DEVICE void gemv_chunk_vec(const char* const (&rows)[R], const float* s_x, int64_t nvec, float (&acc)[R]) {
+  constexpr int kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;  // elements per 16-byte vector
+  for (int64_t v0 = gpu::lane_id(); v0 < nvec; v0 += static_cast<int64_t>(gpu::kWarpSize) * U) {
+    uint4 w[R][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t idx = v0 + static_cast<int64_t>(u) * gpu::kWarpSize;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        w[r][u] = idx < nvec ? gpu::load_stream16(rows[r] + idx * 16) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t idx = v0 + static_cast<int64_t>(u) * gpu::kWarpSize;
+      if (idx < nvec) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] = gemv_dot16<DT>(w[r][u], s_x + idx * kEpv, acc[r]);
+      }
+    }
+  }
+}
+
+/// One warp, any layout: acc[r] += sum_k W.load(base[r] + k) * s_x[k] for k < len.
+template <int R>
+AMK_DEVICE void gemv_chunk_scalar(const Tensor& w, const int64_t (&base)[R], const float* s_x, int64_t len,
+                                  float (&acc)[R]) {
+  for (int64_t k = gpu::lane_id(); k < len; k += gpu::kWarpSize) {
+    const float x = s_x[k];
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[r] = fmaf(w.load(base[r] + k), x, acc[r]);
+  }
+}
+
+/// The tile of `mm` for every row in [m_begin, m_end): y = prologue(x) . W[n] (+ bias[n])
+/// (+ residual[r, n]). `aux` is norm_w (kGemvRmsNorm) or up (kGemvSiluMul). Whole block.
+AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const Tensor& aux, float eps,
+                                   const Tensor* bias, const Tensor* residual, const DeviceCtx& ctx) {
+  constexpr int R = 2;  // rows per warp
+  constexpr int U = 4;  // 16-byte loads per row in flight per lane
+  const int64_t K = mm.K;
+  const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
+  if (cap < 8) return AMK_DEVERR_BAD_PARAMS;
+  const int64_t chunk = K < cap ? K : cap;  // a multiple of 8 unless it is all of K
+  const int64_t n_chunks = (K + chunk - 1) / chunk;
+  const int32_t wdt = mm.w.dtype;
+  const int64_t esize = dtype_bits(wdt) / 8;
+  const bool vec = mm.w.contiguous && (K * esize) % 16 == 0 && (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) == 0;
+  const char* wbase = static_cast<const char*>(mm.w.ptr);
+  const int warp = gpu::warp_id(), lane = gpu::lane_id();
+  const int64_t batch = static_cast<int64_t>(gpu::warp_count()) * R;
+  float* s_x = ctx.s_work;  // [chunk] fp32
+
+  for (int64_t r = mm.m_begin; r < mm.m_end; ++r) {
+    float scale = 1.0f;
+    if (prologue == kGemvRmsNorm) {
+      float ss = 0.0f;
+      for (int64_t k = block_tid(); k < K; k += block_threads()) {
+        const float v = mm.x.load(r * K + k);
+        ss = fmaf(v, v, ss);
+      }
+      scale = rms_inv(gpu::block_sum(ss, ctx.s_red), K, eps);
+    }
+    int64_t staged = -1;
+    for (int64_t n0 = mm.n_begin; n0 < mm.n_end; n0 += batch) {
+      int64_t n[R];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int64_t want = n0 + static_cast<int64_t>(warp) * R + i;
+        n[i] = want < mm.n_end ? want : mm.n_end - 1;  // clamp: duplicate work, no divergence
+      }
+      float acc[R];
+#pragma unroll
+      for (int i = 0; i < R; ++i) acc[i] = 0.0f;
+      for (int64_t c = 0; c < n_chunks; ++c) {
+        const int64_t c0 = c * chunk;
+        const int64_t len = K - c0 < chunk ? K - c0 : chunk;
+        if (c != staged) {  // uniform: every warp walks the same batches and chunks
+          __syncthreads();
+          for (int64_t k = block_tid(); k < len; k += block_threads()) {
+            float v = mm.x.load(r * K + c0 + k);
+            if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
+            else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
+            s_x[k] = v;
+          }
+          __syncthreads();
+          staged = c;
+        }
+        if (vec) {
+          const char* rows[R];
+#pragma unroll
+          for (int i = 0; i < R; ++i) rows[i] = wbase + (n[i] * K + c0) * esize;
+          const int64_t nvec = len * esize / 16;
+          if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U>(rows, s_x, nvec, acc);
+          else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U>(rows, s_x, nvec, acc);
+          else gemv_chunk_vec<AMK_DTYPE_F32, R, U>(rows, s_x, nvec, acc);
+        } else {
+          int64_t base[R];
+#pragma unroll
+          for (int i = 0; i < R; ++i) base[i] = n[i] * K + c0;
+          gemv_chunk_scalar<R>(mm.w, base, s_x, len, acc);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i) acc[i] = gpu::warp_sum(acc[i]);
+      if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < R; ++i) {
+          if (n0 + static_cast<int64_t>(warp) * R + i >= mm.n_end) continue;
+          const int64_t idx = r * mm.n_out + n[i];
+          float v = acc[i];
+          if (bias != nullptr) v = v + bias->load(n[i]);
+          if (residual != nullptr) v = v + residual->load(idx);
+          mm.y.store(idx, v);
+        }
+      }
+    }
+  }
+  return AMK_DEVERR_NONE;
+}
+
+/// The contiguous byte range of the weight rows a GEMV-like tile streams (for L2 prefetch).
+AMK_DEVICE void gemv_weight_range(const MatmulArgs& mm, const void** ptr, uint64_t* bytes) {
+  const int64_t esize = dtype_bits(mm.w.dtype) / 8;
+  if (!mm.w.contiguous || esize == 0) {
+    *ptr = nullptr;
+    *bytes = 0;
+    return;
+  }
+  *ptr = static_cast<const char*>(mm.w.ptr) + mm.n_begin * mm.K * esize;
+  *bytes = static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize);
+}
+
+}  // namespace amk::instructions

@@ -1,0 +1,54 @@
+// instructions/sample_argmax.cuh: SAMPLE_ARGMAX (17) on the device: each thread scans a strided
+// slice with argmax_better() (sample_argmax.h: larger value, then lower index; NaN never wins),
+// then a warp and a block tree with the same rule. The rule is associative and commutative, so
+// the token equals the CPU scan's. All-NaN logits give token 0.
+#pragma once
+#include "instructions/elementwise.cuh"
+#include "instructions/sample_argmax.h"
+
+namespace amk::instructions {
+
+/// SAMPLE_ARGMAX, whole block. Uses 2 * warps words of ctx.s_work.
+AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
+  SampleArgmaxArgs a;
+  AMK_TRY_DEV(decode_sample_argmax(p, inst, &a));
+  constexpr int kNone = 0x7fffffff;  // index of "no candidate yet"
+  float best_v = __int_as_float(0x7fc00000);  // NaN: anything non-NaN beats it
+  int best_i = kNone;
+  block_for(a.logits.numel, [&](int64_t i) {
+    const float v = a.logits.load(i);
+    if (argmax_better(v, i, best_v, best_i)) {
+      best_v = v;
+      best_i = static_cast<int>(i);
+    }
+  });
+  for (int m = gpu::kWarpSize / 2; m >= 1; m >>= 1) {
+    const float ov = gpu::shfl_xor(best_v, m);
+    const int oi = gpu::shfl_xor(best_i, m);
+    if (oi != kNone && (best_i == kNone || argmax_better(ov, oi, best_v, best_i))) {
+      best_v = ov;
+      best_i = oi;
+    }
+  }
+  float* s_v = ctx.s_work;
+  int* s_i = reinterpret_cast<int*>(ctx.s_work + gpu::kMaxWarps);
+  if (gpu::lane_id() == 0) {
+    s_v[gpu::warp_id()] = best_v;
+    s_i[gpu::warp_id()] = best_i;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float v = s_v[0];
+    int idx = s_i[0];
+    for (int w = 1; w < gpu::warp_count(); ++w) {
+      if (s_i[w] != kNone && (idx == kNone || argmax_better(s_v[w], s_i[w], v, idx))) {
+        v = s_v[w];
+        idx = s_i[w];
+      }
+    }
+    static_cast<int32_t*>(a.token.ptr)[a.token.offset(0)] = idx == kNone ? 0 : idx;
+  }
+  return AMK_DEVERR_NONE;
+}
+
+}  // namespace amk::instructions

@@ -1,0 +1,309 @@
+// targets/gpu.h: the one header that includes the vendor runtime (cuda_runtime.h or
+// hip/hip_runtime.h). It wraps a small API as functions, so device code never names a vendor:
+// warp geometry (kWarpSize is 64 on AMD CDNA: never write a literal 32), shuffles and warp/block
+// reductions, device-scope acquire/release atomics for the task counters, a spin pause, 16-byte
+// streaming loads, and the host runtime calls behind AMK_GPU_TRY. Host-only translation units
+// (built by the C++ compiler) may include it too: they see the runtime calls and AMK_GPU_TRY only.
+#pragma once
+
+#if defined(AMK_USE_HIP) || defined(__HIPCC__)
+#ifndef AMK_USE_HIP
+#define AMK_USE_HIP 1
+#endif
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#else
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif  // AMK_USE_HIP
+
+#include <stdint.h>
+
+#include <string>
+
+#include "ir/status.h"
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define AMK_HD __host__ __device__ inline
+#define AMK_DEVICE __device__ inline
+/// A device function the compiler must keep out of line (each opcode gets its own registers).
+#define AMK_DEVICE_NOINLINE __device__ __noinline__ inline
+#define AMK_GPU_COMPILER 1
+#else
+#define AMK_HD inline  // host-only TU: AMK_DEVICE is left undefined on purpose
+#endif  // __CUDACC__ || __HIPCC__
+
+namespace amk::gpu {
+
+// ---------------------------------------------------------------------------------------------
+// Vendor type and constant names.
+#ifdef AMK_USE_HIP
+using Error = hipError_t;
+using Stream = hipStream_t;
+inline constexpr Error kSuccess = hipSuccess;
+inline constexpr Error kNotReady = hipErrorNotReady;
+#if defined(__AMDGCN_WAVEFRONT_SIZE)
+inline constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
+#else
+inline constexpr int kWarpSize = 64;  // CDNA (gfx90a) wavefronts
+#endif  // __AMDGCN_WAVEFRONT_SIZE
+#else
+using Error = cudaError_t;
+using Stream = cudaStream_t;
+inline constexpr Error kSuccess = cudaSuccess;
+inline constexpr Error kNotReady = cudaErrorNotReady;
+inline constexpr int kWarpSize = 32;
+#endif  // AMK_USE_HIP
+
+/// The most warps a block of the persistent kernel may have (1024 threads).
+inline constexpr int kMaxWarps = 1024 / kWarpSize;
+
+// ---------------------------------------------------------------------------------------------
+// Host runtime calls. Each returns the vendor error code; wrap them in AMK_GPU_TRY.
+#ifdef AMK_USE_HIP
+inline const char* error_string(Error e) { return hipGetErrorString(e); }
+inline const char* error_name(Error e) { return hipGetErrorName(e); }
+inline Error get_last_error() { return hipGetLastError(); }
+inline Error device_count(int* n) { return hipGetDeviceCount(n); }
+inline Error get_device(int* d) { return hipGetDevice(d); }
+inline Error device_props(hipDeviceProp_t* p, int d) { return hipGetDeviceProperties(p, d); }
+using DeviceProps = hipDeviceProp_t;
+inline Error device_attribute(int* v, hipDeviceAttribute_t a, int d) { return hipDeviceGetAttribute(v, a, d); }
+inline Error malloc_device(void** p, size_t bytes) { return hipMalloc(p, bytes); }
+inline Error free_device(void* p) { return hipFree(p); }
+inline Error host_alloc_mapped(void** p, size_t bytes) { return hipHostMalloc(p, bytes, hipHostMallocMapped); }
+inline Error host_free(void* p) { return hipHostFree(p); }
+inline Error host_device_pointer(void** d, void* h) { return hipHostGetDevicePointer(d, h, 0); }
+inline Error memcpy_h2d(void* d, const void* h, size_t n) { return hipMemcpy(d, h, n, hipMemcpyHostToDevice); }
+inline Error memcpy_d2h(void* h, const void* d, size_t n) { return hipMemcpy(h, d, n, hipMemcpyDeviceToHost); }
+inline Error memcpy_h2d_async(void* d, const void* h, size_t n, Stream s) {
+  return hipMemcpyAsync(d, h, n, hipMemcpyHostToDevice, s);
+}
+inline Error memcpy_d2h_async(void* h, const void* d, size_t n, Stream s) {
+  return hipMemcpyAsync(h, d, n, hipMemcpyDeviceToHost, s);
+}
+inline Error memset_device(void* d, int v, size_t n) { return hipMemset(d, v, n); }
+inline Error memset_async(void* d, int v, size_t n, Stream s) { return hipMemsetAsync(d, v, n, s); }
+inline Error stream_create(Stream* s) { return hipStreamCreateWithFlags(s, hipStreamNonBlocking); }
+inline Error stream_destroy(Stream s) { return hipStreamDestroy(s); }
+inline Error stream_query(Stream s) { return hipStreamQuery(s); }
+inline Error stream_sync(Stream s) { return hipStreamSynchronize(s); }
+inline Error device_sync() { return hipDeviceSynchronize(); }
+#else
+inline const char* error_string(Error e) { return cudaGetErrorString(e); }
+inline const char* error_name(Error e) { return cudaGetErrorName(e); }
+inline Error get_last_error() { return cudaGetLastError(); }
+inline Error device_count(int* n) { return cudaGetDeviceCount(n); }
+inline Error get_device(int* d) { return cudaGetDevice(d); }
+inline Error device_props(cudaDeviceProp* p, int d) { return cudaGetDeviceProperties(p, d); }
+using DeviceProps = cudaDeviceProp;
+inline Error device_attribute(int* v, cudaDeviceAttr a, int d) { return cudaDeviceGetAttribute(v, a, d); }
+inline Error malloc_device(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+inline Error free_device(void* p) { return cudaFree(p); }
+inline Error host_alloc_mapped(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocMapped); }
+inline Error host_free(void* p) { return cudaFreeHost(p); }
+inline Error host_device_pointer(void** d, void* h) { return cudaHostGetDevicePointer(d, h, 0); }
+inline Error memcpy_h2d(void* d, const void* h, size_t n) { return cudaMemcpy(d, h, n, cudaMemcpyHostToDevice); }
+inline Error memcpy_d2h(void* h, const void* d, size_t n) { return cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost); }
+inline Error memcpy_h2d_async(void* d, const void* h, size_t n, Stream s) {
+  return cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s);
+}
+inline Error memcpy_d2h_async(void* h, const void* d, size_t n, Stream s) {
+  return cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s);
+}
+inline Error memset_device(void* d, int v, size_t n) { return cudaMemset(d, v, n); }
+inline Error memset_async(void* d, int v, size_t n, Stream s) { return cudaMemsetAsync(d, v, n, s); }
+inline Error stream_create(Stream* s) { return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }
+inline Error stream_destroy(Stream s) { return cudaStreamDestroy(s); }
+inline Error stream_query(Stream s) { return cudaStreamQuery(s); }
+inline Error stream_sync(Stream s) { return cudaStreamSynchronize(s); }
+inline Error device_sync() { return cudaDeviceSynchronize(); }
+#endif  // AMK_USE_HIP
+
+/// Status::GpuRuntime naming the failed statement, where it is, and the vendor's words.
+inline Status runtime_status(Error e, const char* expr, const char* file, int line) {
+  return Status(StatusCode::GpuRuntime, std::string(expr) + " failed at " + file + ":" + std::to_string(line) +
+                                            ": " + error_name(e) + " (" + error_string(e) + ")");
+}
+
+}  // namespace amk::gpu
+
+/// Evaluate a runtime call; on failure return Status::GpuRuntime from the enclosing function.
+#define AMK_GPU_TRY(expr)                                                              \
+  do {                                                                                 \
+    const ::amk::gpu::Error amk_gpu_err_ = (expr);                                     \
+    if (amk_gpu_err_ != ::amk::gpu::kSuccess)                                          \
+      return ::amk::gpu::runtime_status(amk_gpu_err_, #expr, __FILE__, __LINE__);      \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// Device API (only in translation units built by nvcc / hipcc).
+#ifdef AMK_GPU_COMPILER
+namespace amk::gpu {
+
+/// This thread's lane within its warp.
+AMK_DEVICE int lane_id() { return static_cast<int>(threadIdx.x) & (kWarpSize - 1); }
+/// This thread's warp within the block.
+AMK_DEVICE int warp_id() { return static_cast<int>(threadIdx.x) / kWarpSize; }
+/// Warps in this block.
+AMK_DEVICE int warp_count() { return static_cast<int>(blockDim.x) / kWarpSize; }
+
+/// Butterfly exchange within a warp (every lane participates).
+AMK_DEVICE float shfl_xor(float v, int mask) {
+#ifdef AMK_USE_HIP
+  return __shfl_xor(v, mask, kWarpSize);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, mask, kWarpSize);
+#endif  // AMK_USE_HIP
+}
+AMK_DEVICE int shfl_xor(int v, int mask) {
+#ifdef AMK_USE_HIP
+  return __shfl_xor(v, mask, kWarpSize);
+#else
+  return __shfl_xor_sync(0xffffffffu, v, mask, kWarpSize);
+#endif  // AMK_USE_HIP
+}
+/// Lane `src`'s value (every lane participates).
+AMK_DEVICE float shfl(float v, int src) {
+#ifdef AMK_USE_HIP
+  return __shfl(v, src, kWarpSize);
+#else
+  return __shfl_sync(0xffffffffu, v, src, kWarpSize);
+#endif  // AMK_USE_HIP
+}
+
+/// Sum over the warp; every lane gets the total.
+AMK_DEVICE float warp_sum(float v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m >= 1; m >>= 1) v += shfl_xor(v, m);
+  return v;
+}
+/// Max over the warp (NaN-ignoring, as fmaxf); every lane gets it.
+AMK_DEVICE float warp_max(float v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m >= 1; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
+  return v;
+}
+
+/// Block barrier.
+AMK_DEVICE void block_barrier() { __syncthreads(); }
+/// Barrier that also returns whether any thread passed a nonzero `pred`.
+AMK_DEVICE bool block_any(int pred) { return __syncthreads_or(pred) != 0; }
+
+/// Sum over the block; every thread gets the total. `s_red` holds kMaxWarps floats (shared).
+/// Contains barriers: every thread of the block must call it.
+AMK_DEVICE float block_sum(float v, float* s_red) {
+  v = warp_sum(v);
+  if (lane_id() == 0) s_red[warp_id()] = v;
+  __syncthreads();
+  float t = 0.0f;
+  for (int w = 0; w < warp_count(); ++w) t += s_red[w];  // same order in every thread
+  __syncthreads();
+  return t;
+}
+/// Max over the block (NaN-ignoring); every thread gets it. Same contract as block_sum.
+AMK_DEVICE float block_max(float v, float* s_red) {
+  v = warp_max(v);
+  if (lane_id() == 0) s_red[warp_id()] = v;
+  __syncthreads();
+  float t = s_red[0];
+  for (int w = 1; w < warp_count(); ++w) t = fmaxf(t, s_red[w]);
+  __syncthreads();
+  return t;
+}
+
+/// Device-scope acquire load of a counter: later reads see what the releasing producer wrote.
+AMK_DEVICE uint32_t load_acquire_gpu(const uint32_t* p) {
+#ifdef AMK_USE_HIP
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  const uint32_t v = *reinterpret_cast<const volatile uint32_t*>(p);
+  __threadfence();
+  return v;
+#endif  // AMK_USE_HIP
+}
+
+/// Device-scope release increment: every write this thread ordered before it (the block's writes,
+/// after a barrier) is visible to whoever acquires the new value.
+AMK_DEVICE void atomic_add_release_gpu(uint32_t* p, uint32_t v) {
+#ifdef AMK_USE_HIP
+  __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  __threadfence();  // cumulativity: the block's writes observed through the barrier
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __threadfence();
+  atomicAdd(p, v);
+#endif  // AMK_USE_HIP
+}
+
+/// Device-scope release store.
+AMK_DEVICE void store_release_gpu(int32_t* p, int32_t v) {
+#ifdef AMK_USE_HIP
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#else
+  __threadfence();
+  *reinterpret_cast<volatile int32_t*>(p) = v;
+#endif  // AMK_USE_HIP
+}
+
+/// A load the compiler may not hoist or cache (flags written by the host or other blocks).
+AMK_DEVICE int32_t load_volatile(const int32_t* p) { return *reinterpret_cast<const volatile int32_t*>(p); }
+
+/// First-writer-wins compare-and-swap on a device word; returns the old value.
+AMK_DEVICE int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
+  return atomicCAS(p, expected, desired);
+}
+
+/// Sleep about `ns` nanoseconds in a spin loop (hands issue slots to other warps).
+AMK_DEVICE void spin_pause(uint32_t ns) {
+#ifdef AMK_USE_HIP
+  for (uint32_t i = 0; i < ns; i += 64) __builtin_amdgcn_s_sleep(1);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  __nanosleep(ns);
+#else
+  (void)ns;
+#endif  // AMK_USE_HIP
+}
+
+/// 16 bytes of read-only data (weights) through the non-coherent path; p is 16-byte aligned.
+AMK_DEVICE uint4 load_stream16(const void* p) {
+#ifdef AMK_USE_HIP
+  return *static_cast<const uint4*>(p);
+#else
+  return __ldg(static_cast<const uint4*>(p));
+#endif  // AMK_USE_HIP
+}
+
+/// f16 bits -> f32 with the hardware conversion (exact).
+AMK_DEVICE float half_bits_to_float(uint16_t h) {
+#ifdef AMK_USE_HIP
+  __half_raw r;
+  r.x = h;
+  return __half2float(__half(r));
+#else
+  return __half2float(__ushort_as_half(h));
+#endif  // AMK_USE_HIP
+}
+
+/// Warm the L2 with the lines of [p, p + bytes); this thread takes lines `first`, `first+stride`...
+/// A hint only: never faults beyond what a load of the same bytes would.
+AMK_DEVICE void prefetch_l2_lines(const void* p, uint64_t bytes, int first, int stride) {
+  const char* c = static_cast<const char*>(p);
+  for (uint64_t off = static_cast<uint64_t>(first) * 128u; off < bytes; off += static_cast<uint64_t>(stride) * 128u) {
+#if !defined(AMK_USE_HIP) && defined(__CUDA_ARCH__)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+#else
+    (void)c;
+#endif  // CUDA
+  }
+}
+
+}  // namespace amk::gpu
+#endif  // AMK_GPU_COMPILER

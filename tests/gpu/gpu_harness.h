@@ -1,0 +1,62 @@
+// tests/gpu/gpu_harness.h: helpers for the [gpu] tests (binary amk_gpu_tests, CUDA builds only):
+// build small ir::Programs in C++, load them twice (one image for the CPU reference, one for the
+// GPU), fill the same random inputs into both, run the tasks through instructions::cpu_execute and
+// through the GPU executor, and compare every output in its dtype. Also the Session-less
+// "run an image on the GPU" helper the decode tests use.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "loader/loader.h"
+#include "vm/cuda/cuda_executor.h"
+#include "vm/executor.h"
+
+namespace amk::gputest {
+
+/// FAIL (never pass, never skip) when this process has no usable CUDA device.
+void require_gpu();
+
+/// A program under construction: one counter per task, tasks on explicit workers.
+struct ProgramBuilder {
+  ir::Program p;
+  /// Add a buffer; returns its id.
+  int buffer(const std::string& name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape);
+  /// Add a task writing counter == its id; waits are (counter, threshold) pairs.
+  ir::Task& task(ir::Opcode op, std::vector<int> inputs, std::vector<int> outputs, int sm, const std::string& label,
+                 std::vector<std::pair<int, int>> waits = {});
+};
+
+/// Load `p` (random weights, seed fixed; validation skipped when `skip_validation`).
+std::unique_ptr<loader::ProgramImage> load(const ir::Program& p, bool skip_validation = true, int workers = 0);
+
+/// Bytes of buffer `i` in `image`.
+size_t buffer_bytes(const loader::ProgramImage& image, int i);
+
+/// Per-test knobs of compare_with_cpu().
+struct CompareOptions {
+  int32_t pos = 0;                            ///< step position
+  std::vector<int> outputs;                   ///< buffers to compare (default: every task output)
+  std::function<void(int, void*, size_t)> fill;  ///< custom fill for buffer i (else random in [-1, 1))
+  double tol_scale = 1.0;                     ///< multiplies the dtype tolerance
+  int prefetch_depth = -1;                    ///< GpuOptions::prefetch_depth
+  uint64_t seed = 1;
+};
+
+/// Run `p` once on the CPU reference (cpu_execute in task order) and once on the GPU from the same
+/// inputs; CHECK every compared output (norm-relative error and per-element bound in its dtype;
+/// NaN-poisoned pure outputs catch elements the GPU never wrote). Returns the GPU launch status.
+Status compare_with_cpu(const ir::Program& p, const CompareOptions& options = {});
+
+/// Session-less decode helper: an executor over `image` plus one launch at `pos` after writing
+/// `token` into the image's decode token input; returns the logits (as f32) and the next token.
+struct GpuStep {
+  std::vector<float> logits;
+  int32_t next_token = -1;
+};
+Result<GpuStep> run_image_step(vm::Executor& gpu, const loader::ProgramImage& image, int32_t token, int32_t pos);
+
+}  // namespace amk::gputest

@@ -1,0 +1,177 @@
+// tests/gpu/ops_gpu_test.cpp: the row-wise and elementwise opcodes on the GPU against the CPU
+// reference (instructions::cpu_execute) on random data: norms, softmax, argmax (ties, NaN),
+// embed, rope / kv_append with STEP_POS, the elementwise ops, dequant, copy, allreduce, nop.
+#ifdef AMK_GPU_TESTS
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "gpu_harness.h"
+#include "instructions/common/dtype.h"
+
+using namespace amk;
+using ir::BufferKind;
+using ir::DType;
+using ir::Opcode;
+
+namespace {
+
+void check_ok(const Status& st) {
+  INFO(st.message());
+  CHECK(st.is_ok());
+}
+
+}  // namespace
+
+TEST_CASE("gpu RMSNORM and LAYERNORM match the CPU reference", "[gpu][op:rms_norm][op:layer_norm]") {
+  gputest::require_gpu();
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    for (int64_t H : {int64_t{333}, int64_t{4096}}) {
+      for (int op = 0; op < 3; ++op) {
+        INFO("dtype " << ir::dtype_name(dt) << " hidden " << H << " variant " << op);
+        gputest::ProgramBuilder b;
+        const int x = b.buffer("x", BufferKind::IoInput, dt, {3, H});
+        const int w = b.buffer("w", BufferKind::Weight, dt, {H});
+        const int bias = b.buffer("b", BufferKind::IoInput, dt, {H});
+        const int y = b.buffer("y", BufferKind::IoOutput, dt, {3, H});
+        std::vector<int> in = {x, w};
+        if (op == 2) in.push_back(bias);
+        ir::Task& t = b.task(op == 0 ? Opcode::RmsNorm : Opcode::LayerNorm, in, {y}, 0, "norm");
+        t.params.set("eps", 1e-5);
+        t.params.set("hidden", H);
+        check_ok(gputest::compare_with_cpu(b.p));
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu elementwise ops match the CPU reference", "[gpu][op:add][op:mul][op:silu_mul][op:gelu][op:allreduce_shard]") {
+  gputest::require_gpu();
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    INFO("dtype " << ir::dtype_name(dt));
+    gputest::ProgramBuilder b;
+    const int64_t n = 5001;
+    const int a = b.buffer("a", BufferKind::IoInput, dt, {n});
+    const int c = b.buffer("b", BufferKind::IoInput, dt, {n});
+    const int d = b.buffer("c", BufferKind::IoInput, DType::F32, {n});
+    const int y_add = b.buffer("y_add", BufferKind::IoOutput, dt, {n});
+    const int y_mul = b.buffer("y_mul", BufferKind::IoOutput, DType::F32, {n});
+    const int y_scale = b.buffer("y_scale", BufferKind::IoOutput, dt, {n});
+    const int y_silu = b.buffer("y_silu", BufferKind::IoOutput, dt, {n});
+    const int y_gelu = b.buffer("y_gelu", BufferKind::IoOutput, DType::F32, {n});
+    const int y_sum = b.buffer("y_sum", BufferKind::IoOutput, dt, {n});
+    b.task(Opcode::Add, {a, c}, {y_add}, 0, "add");
+    b.task(Opcode::Mul, {a, c}, {y_mul}, 1, "mul");
+    b.task(Opcode::Mul, {a}, {y_scale}, 2, "scale").params.set("scale", 0.37);
+    b.task(Opcode::SiluMul, {a, c}, {y_silu}, 0, "silu_mul");
+    b.task(Opcode::Gelu, {a}, {y_gelu}, 1, "gelu");
+    b.task(Opcode::AllreduceShard, {a, c, d}, {y_sum}, 2, "allreduce");
+    check_ok(gputest::compare_with_cpu(b.p));
+  }
+}
+
+TEST_CASE("gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference", "[gpu][op:softmax][op:sample_argmax]") {
+  gputest::require_gpu();
+  for (DType dt : {DType::F32, DType::BF16}) {
+    gputest::ProgramBuilder b;
+    const int x = b.buffer("x", BufferKind::IoInput, dt, {3, 1000});
+    const int y = b.buffer("y", BufferKind::IoOutput, dt, {3, 1000});
+    const int logits = b.buffer("logits", BufferKind::IoInput, dt, {32000});
+    const int tok = b.buffer("tok", BufferKind::IoOutput, DType::I32, {1});
+    b.task(Opcode::Softmax, {x}, {y}, 0, "softmax");
+    b.task(Opcode::SampleArgmax, {logits}, {tok}, 1, "argmax");
+    for (int variant = 0; variant < 3; ++variant) {
+      INFO("dtype " << ir::dtype_name(dt) << " variant " << variant);
+      gputest::CompareOptions o;
+      o.seed = 7 + variant;
+      o.fill = [&, variant](int buf, void* dst, size_t bytes) {
+        const bool f32 = dt == DType::F32;
+        const size_t n = bytes / (f32 ? 4 : 2);
+        for (size_t i = 0; i < n; ++i) {
+          float v = std::sin(0.37f * static_cast<float>(i) + static_cast<float>(variant)) * 4.0f;
+          if (buf == x && i >= 2000) v = -INFINITY;                    // row 2 fully masked
+          if (buf == logits && variant == 1 && (i == 17 || i == 31000)) v = 9.0f;  // tie: lowest wins
+          if (buf == logits && variant == 2 && i % 3 == 0) v = NAN;    // NaN never wins
+          if (buf == logits && variant == 2 && i == 5) v = NAN;
+          if (f32) static_cast<float*>(dst)[i] = v;
+          else static_cast<uint16_t*>(dst)[i] = instructions::f32_to_bf16(v);
+        }
+      };
+      check_ok(gputest::compare_with_cpu(b.p, o));
+    }
+  }
+}
+
+TEST_CASE("gpu EMBED, ROPE and KV_APPEND (STEP_POS) match the CPU reference", "[gpu][op:embed][op:rope][op:kv_append]") {
+  gputest::require_gpu();
+  for (int64_t hd : {int64_t{64}, int64_t{128}}) {
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+      INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt));
+      gputest::ProgramBuilder b;
+      const int ids = b.buffer("ids", BufferKind::IoInput, DType::I32, {3});
+      const int table = b.buffer("table", BufferKind::Weight, dt, {7, 96});
+      const int e = b.buffer("e", BufferKind::IoOutput, dt, {3, 96});
+      const int q = b.buffer("q", BufferKind::IoInput, dt, {4 * hd});
+      const int invf = b.buffer("inv_freq", BufferKind::IoInput, DType::F32, {hd / 2});
+      const int qr = b.buffer("q_rot", BufferKind::IoOutput, dt, {4 * hd});
+      const int kv = b.buffer("k_new", BufferKind::IoInput, dt, {2 * hd});
+      const int cache = b.buffer("k_cache", BufferKind::KvCache, dt, {40, 2 * hd});
+      b.task(Opcode::Embed, {ids, table}, {e}, 0, "embed").params.set("hidden", int64_t{96});
+      ir::Task& r = b.task(Opcode::Rope, {q, invf}, {qr}, 1, "rope");
+      r.params.set("head_dim", hd);
+      r.params.set("theta", 10000.0);
+      r.params.set("pos", int64_t{2});
+      r.params.set("flags", ir::kFlagStepPos);
+      ir::Task& k = b.task(Opcode::KvAppend, {kv, cache}, {cache}, 2, "kv_append");
+      k.params.set("pos", int64_t{1});
+      k.params.set("flags", ir::kFlagStepPos);
+      gputest::CompareOptions o;
+      o.pos = 29;
+      o.fill = [&](int buf, void* dst, size_t bytes) {
+        if (buf == invf) {
+          for (int64_t i = 0; i < hd / 2; ++i)
+            static_cast<float*>(dst)[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(hd));
+          return;
+        }
+        if (buf == ids) {
+          const int32_t v[3] = {6, 0, 3};
+          std::memcpy(dst, v, sizeof v);
+          return;
+        }
+        for (size_t i = 0; i < bytes; ++i) static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>((i * 37 + 11) & 0x3f);
+      };
+      check_ok(gputest::compare_with_cpu(b.p, o));
+    }
+  }
+}
+
+TEST_CASE("gpu DEQUANT, COPY and NOP match the CPU reference", "[gpu][op:dequant][op:copy][op:nop]") {
+  gputest::require_gpu();
+  gputest::ProgramBuilder b;
+  const int q8 = b.buffer("q8", BufferKind::IoInput, DType::I8, {6, 100});
+  const int s8 = b.buffer("s8", BufferKind::IoInput, DType::F32, {6, 4});
+  const int z8 = b.buffer("z8", BufferKind::IoInput, DType::F32, {6, 4});
+  const int y8 = b.buffer("y8", BufferKind::IoOutput, DType::BF16, {6, 100});
+  const int q4 = b.buffer("q4", BufferKind::IoInput, DType::I4, {5, 64});
+  const int s4 = b.buffer("s4", BufferKind::IoInput, DType::F16, {5, 2});
+  const int y4 = b.buffer("y4", BufferKind::IoOutput, DType::F32, {5, 64});
+  const int cx = b.buffer("cx", BufferKind::IoInput, DType::F32, {1001});
+  const int cy = b.buffer("cy", BufferKind::IoOutput, DType::BF16, {1001});
+  const int rx = b.buffer("rx", BufferKind::IoInput, DType::BF16, {1001});
+  const int ry = b.buffer("ry", BufferKind::IoOutput, DType::BF16, {1001});
+  const int ix = b.buffer("ix", BufferKind::IoInput, DType::I4, {33});
+  const int iy = b.buffer("iy", BufferKind::IoOutput, DType::I4, {33});
+  ir::Task& d8 = b.task(Opcode::Dequant, {q8, s8, z8}, {y8}, 0, "dequant8");
+  d8.params.set("qdtype", int64_t{6});
+  d8.params.set("group", int64_t{32});
+  ir::Task& d4 = b.task(Opcode::Dequant, {q4, s4}, {y4}, 1, "dequant4");
+  d4.params.set("qdtype", int64_t{7});
+  d4.params.set("group", int64_t{32});
+  b.task(Opcode::Copy, {cx}, {cy}, 2, "copy_cast");
+  b.task(Opcode::Copy, {rx}, {ry}, 0, "copy_raw");
+  b.task(Opcode::Copy, {ix}, {iy}, 1, "copy_i4");
+  b.task(Opcode::Nop, {}, {}, 2, "nop");
+  check_ok(gputest::compare_with_cpu(b.p));
+}
+#endif  // AMK_GPU_TESTS

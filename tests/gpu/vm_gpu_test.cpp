@@ -1,0 +1,136 @@
+// tests/gpu/vm_gpu_test.cpp: the GPU VM's protocol: the toy decode program matches the CPU VM over
+// thousands of launches (epoch thresholds, no counter memsets), a device error names the task and
+// the next launch works, a stuck program times out within its deadline naming the stuck task and
+// the process can run a good program afterwards, an unknown opcode is reported, and a grid that
+// cannot be co-resident is refused instead of launched.
+#ifdef AMK_GPU_TESTS
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "gpu_harness.h"
+#include "vm/cpu_vm.h"
+#include "vm/toy_program.h"
+
+using namespace amk;
+
+namespace {
+
+std::unique_ptr<vm::Executor> make_gpu(loader::ProgramImage& image) {
+  auto ex = vm::make_cuda_executor(image);
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  return std::move(*ex);
+}
+
+}  // namespace
+
+TEST_CASE("gpu vm: toy decode program matches the CPU VM over many launches", "[gpu][vm]") {
+  gputest::require_gpu();
+  for (int workers : {1, 3}) {
+    auto cimg = gputest::load(testing::toy_program(), false, workers);
+    auto gimg = gputest::load(testing::toy_program(), false, workers);
+    auto cpu = vm::make_cpu_executor(*cimg);
+    auto gpu = make_gpu(*gimg);
+    for (int i = 0; i < 2000; ++i) {
+      const int tok = i % testing::kToyVocab;
+      auto g = gputest::run_image_step(*gpu, *gimg, tok, i % 7);
+      INFO("launch " << i << ": " << g.status().message());
+      REQUIRE(g.is_ok());
+      if (i % 97 != 0) continue;
+      REQUIRE(cpu->write_buffer(0, &tok, sizeof tok).is_ok());
+      REQUIRE(cpu->launch(i % 7, {}, nullptr).is_ok());
+      float logits[testing::kToyVocab];
+      int32_t next = -1;
+      REQUIRE(cpu->read_buffer(6, logits, sizeof logits).is_ok());
+      REQUIRE(cpu->read_buffer(7, &next, sizeof next).is_ok());
+      for (int n = 0; n < testing::kToyVocab; ++n) CHECK(g->logits[n] == Approx(logits[n]).epsilon(1e-5).margin(1e-6));
+      CHECK(g->next_token == next);
+    }
+  }
+}
+
+TEST_CASE("gpu vm: a device error names the task and the next launch works", "[gpu][vm]") {
+  gputest::require_gpu();
+  auto image = gputest::load(testing::toy_program(), false, 2);
+  auto gpu = make_gpu(*image);
+  int bad = testing::kToyVocab + 3;
+  REQUIRE(gpu->write_buffer(0, &bad, sizeof bad).is_ok());
+  Status st = gpu->launch(0, {}, nullptr);
+  INFO(st.message());
+  REQUIRE(st.code() == StatusCode::DeviceError);
+  CHECK_THAT(st.message(), Catch::Contains("task 0 (embed) EMBED"));
+  CHECK_THAT(st.message(), Catch::Contains("INDEX_OUT_OF_RANGE"));
+  int good = 2;
+  REQUIRE(gpu->write_buffer(0, &good, sizeof good).is_ok());
+  for (int i = 0; i < 3; ++i) CHECK(gpu->launch(1 + i, {}, nullptr).is_ok());
+}
+
+TEST_CASE("gpu vm: an unknown opcode is reported by task", "[gpu][vm]") {
+  gputest::require_gpu();
+  auto image = gputest::load(testing::toy_program(), false, 2);
+  image->instructions_[4].op = 77;  // lm_head.t2
+  auto gpu = make_gpu(*image);
+  int tok = 1;
+  REQUIRE(gpu->write_buffer(0, &tok, sizeof tok).is_ok());
+  Status st = gpu->launch(0, {}, nullptr);
+  INFO(st.message());
+  REQUIRE(st.code() == StatusCode::DeviceError);
+  CHECK_THAT(st.message(), Catch::Contains("task 4 (lm_head.t2)"));
+  CHECK_THAT(st.message(), Catch::Contains("UNKNOWN_OPCODE"));
+}
+
+TEST_CASE("gpu vm: a stuck program times out within its deadline, naming the stuck task", "[gpu][vm][watchdog]") {
+  gputest::require_gpu();
+  ir::Program p = testing::toy_program();
+  p.tasks.back().waits[0].threshold = 99;  // argmax waits for 99 of 4 tiles: never satisfiable
+  auto image = gputest::load(p, /*skip_validation=*/true, 3);
+  auto gpu = make_gpu(*image);
+  int tok = 1;
+  REQUIRE(gpu->write_buffer(0, &tok, sizeof tok).is_ok());
+  vm::LaunchOptions lo;
+  lo.deadline = std::chrono::milliseconds(200);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the executor stays usable after a timeout
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = gpu->launch(0, lo, nullptr);
+    const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    INFO(st.message());
+    REQUIRE(st.code() == StatusCode::Timeout);
+    CHECK_THAT(st.message(), Catch::Contains("task 6 (argmax) SAMPLE_ARGMAX"));
+    CHECK_THAT(st.message(), Catch::Contains("waits on counter 2 >= 99 (has 4)"));
+    CHECK(ms < 2000.0);
+  }
+  // A good program in the same process (same context) runs and is right.
+  auto good = gputest::load(testing::toy_program(), false, 3);
+  auto gpu2 = make_gpu(*good);
+  auto g = gputest::run_image_step(*gpu2, *good, 3, 0);
+  INFO(g.status().message());
+  REQUIRE(g.is_ok());
+  CHECK(g->next_token >= 0);
+  CHECK(g->next_token < testing::kToyVocab);
+}
+
+TEST_CASE("gpu vm: reset_state zeroes state and the program still runs", "[gpu][vm]") {
+  gputest::require_gpu();
+  auto image = gputest::load(testing::toy_program(), false, 2);
+  auto gpu = make_gpu(*image);
+  auto a = gputest::run_image_step(*gpu, *image, 5, 0);
+  REQUIRE(a.is_ok());
+  REQUIRE(gpu->reset_state().is_ok());
+  float logits[testing::kToyVocab];
+  REQUIRE(gpu->read_buffer(6, logits, sizeof logits).is_ok());
+  for (float f : logits) CHECK(f == 0.0f);
+  auto b = gputest::run_image_step(*gpu, *image, 5, 0);
+  REQUIRE(b.is_ok());
+  for (int n = 0; n < testing::kToyVocab; ++n) CHECK(b->logits[n] == a->logits[n]);
+}
+
+TEST_CASE("gpu vm: more workers than can be co-resident is refused, not launched", "[gpu][vm]") {
+  gputest::require_gpu();
+  auto image = gputest::load(testing::toy_program(), false, 60000);
+  auto ex = vm::make_cuda_executor(*image);
+  REQUIRE_FALSE(ex.is_ok());
+  CHECK(ex.status().code() == StatusCode::Unsupported);
+  CHECK_THAT(ex.status().message(), Catch::Contains("co-resident"));
+}
+#endif  // AMK_GPU_TESTS

@@ -1,0 +1,264 @@
+// tests/instructions/attention_test.cpp: ATTENTION_TILE and ATTENTION_COMBINE against an fp64
+// attention written here: head_dim 64 / 128, GQA ratios 1 / 4 / 8, head ranges, bias masks,
+// PARTIAL_WRITE partials, split-KV merged == unsplit, empty partitions and STEP_KV windows.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "tests/instructions/ref_harness.h"
+
+using namespace amk::test;
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+struct Shape {
+  int64_t n_heads, n_kv, hd, seq;
+};
+
+// Per head: acc (unnormalised), m, l and their error magnitudes, over keys [j0, j1).
+struct HeadRef {
+  std::vector<double> acc, acc_mag;
+  double m = kNegInf, l = 0;
+};
+
+std::vector<HeadRef> attention_fp64(const Shape& s, const std::vector<double>& q, const std::vector<double>& k,
+                                    const std::vector<double>& v, const std::vector<double>* bias, int64_t j0,
+                                    int64_t j1, double scale) {
+  std::vector<HeadRef> out(s.n_heads);
+  const int64_t row = s.n_kv * s.hd;
+  for (int64_t h = 0; h < s.n_heads; ++h) {
+    const int64_t g = h / (s.n_heads / s.n_kv);
+    HeadRef& r = out[h];
+    r.acc.assign(s.hd, 0.0);
+    r.acc_mag.assign(s.hd, 0.0);
+    std::vector<double> sc;
+    for (int64_t j = j0; j < j1; ++j) {
+      double d = 0;
+      for (int64_t i = 0; i < s.hd; ++i) d += q[h * s.hd + i] * k[j * row + g * s.hd + i];
+      sc.push_back(d * scale + (bias ? (*bias)[j] : 0.0));
+      r.m = std::fmax(r.m, sc.back());
+    }
+    if (r.m == kNegInf) continue;
+    for (int64_t j = j0; j < j1; ++j) {
+      const double p = std::exp(sc[j - j0] - r.m);
+      r.l += p;
+      for (int64_t i = 0; i < s.hd; ++i) {
+        r.acc[i] += p * v[j * row + g * s.hd + i];
+        r.acc_mag[i] += p * std::fabs(v[j * row + g * s.hd + i]);
+      }
+    }
+  }
+  return out;
+}
+
+// Normalised output of heads [h0, h1) into a flat [n_heads * hd] vector; NaN elsewhere.
+void normalised(const std::vector<HeadRef>& ref, int64_t hd, int64_t h0, int64_t h1, std::vector<double>* want,
+                std::vector<double>* mag) {
+  want->assign(ref.size() * hd, NAN);
+  mag->assign(ref.size() * hd, 0);
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t i = 0; i < hd; ++i) {
+      (*want)[h * hd + i] = ref[h].l > 0 ? ref[h].acc[i] / ref[h].l : 0.0;
+      // fp32 score errors (~|s| * 2^-24 each) move the softmax weights relatively; 4x margin
+      (*mag)[h * hd + i] = ref[h].l > 0 ? 4 * ref[h].acc_mag[i] / ref[h].l : 0.0;
+    }
+}
+
+amk_instruction_t attention_inst(int32_t q, int32_t k, int32_t v, int32_t out, const Shape& s, int64_t kv_start,
+                                 int64_t kv_len, int32_t flags, int32_t bias = -1) {
+  auto inst = bias >= 0 ? make_inst(AMK_OP_ATTENTION_TILE, {q, k, v, bias}, {out})
+                        : make_inst(AMK_OP_ATTENTION_TILE, {q, k, v}, {out});
+  inst.params.head_dim = static_cast<int32_t>(s.hd);
+  inst.params.n_heads = static_cast<int32_t>(s.n_heads);
+  inst.params.n_kv_heads = static_cast<int32_t>(s.n_kv);
+  inst.params.kv_start = static_cast<int32_t>(kv_start);
+  inst.params.kv_len = static_cast<int32_t>(kv_len);
+  inst.params.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.hd)));
+  inst.params.flags = flags;
+  return inst;
+}
+
+void check_subset(const RefProgram& p, int32_t out, int32_t dt, const std::vector<double>& want,
+                  const std::vector<double>& mag) {
+  const auto got = p.values(out);
+  std::vector<double> g, w, t;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) continue;
+    g.push_back(got[i]);
+    w.push_back(want[i]);
+    t.push_back(tolerance(dt, want[i], mag[i]));
+  }
+  CHECK(count_mismatches("attention", g, w, t) == 0);
+  CHECK(p.guards_intact());
+}
+
+}  // namespace
+
+TEST_CASE("ATTENTION_TILE: GQA ratios 1, 4, 8 at head_dim 64 and 128", "[instructions][op:attention_tile]") {
+  for (int64_t hd : {64, 128}) {
+    for (int64_t n_kv : {8, 2, 1}) {
+      for (int32_t odt : {AMK_DTYPE_F32, AMK_DTYPE_BF16}) {
+        const Shape s{8, n_kv, hd, 37};
+        RefProgram p;
+        const auto qv = random_values(s.n_heads * hd, 60 + hd, AMK_DTYPE_BF16, -2, 2);
+        const auto kv = random_values(s.seq * n_kv * hd, 61 + n_kv, AMK_DTYPE_BF16, -2, 2);
+        const auto vv = random_values(s.seq * n_kv * hd, 62 + n_kv, AMK_DTYPE_BF16);
+        const int32_t q = p.add(AMK_DTYPE_BF16, {s.n_heads * hd}, qv);
+        const int32_t k = p.add(AMK_DTYPE_BF16, {s.seq, n_kv * hd}, kv), v = p.add(AMK_DTYPE_BF16, {s.seq, n_kv * hd}, vv);
+        const int32_t out = p.add(odt, {1, s.n_heads * hd});
+        p.poison(out);
+        auto inst = attention_inst(q, k, v, out, s, 3, 29, 0);
+        inst.params.n_off = 2;  // heads [2, 5) only
+        inst.params.N_tile = 3;
+        REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
+        const double scale = inst.params.scale;
+        std::vector<double> want, mag;
+        normalised(attention_fp64(s, qv, kv, vv, nullptr, 3, 32, scale), hd, 2, 5, &want, &mag);
+        INFO("hd " << hd << " n_kv " << n_kv << " out dtype " << odt);
+        check_subset(p, out, odt, want, mag);
+        // heads outside the range keep the poison bytes
+        const std::vector<double> before = p.values(out);
+        RefProgram fresh;
+        const int32_t poison_ref = fresh.add(odt, {1});
+        fresh.poison(poison_ref);
+        const double poison_value = fresh.get(poison_ref, 0);
+        for (int64_t i = 0; i < s.n_heads * hd; ++i)
+          if (i < 2 * hd || i >= 5 * hd) CHECK(before[i] == poison_value);
+        // N_tile = 0 means every head
+        inst.params.n_off = 0;
+        inst.params.N_tile = 0;
+        REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
+        normalised(attention_fp64(s, qv, kv, vv, nullptr, 3, 32, scale), hd, 0, s.n_heads, &want, &mag);
+        check_subset(p, out, odt, want, mag);
+      }
+    }
+  }
+}
+
+TEST_CASE("ATTENTION_TILE: bias masks keys; a fully masked window gives zeros", "[instructions][op:attention_tile]") {
+  const Shape s{4, 2, 64, 10};
+  RefProgram p;
+  const auto qv = random_values(4 * 64, 70, AMK_DTYPE_F32), kv = random_values(10 * 128, 71, AMK_DTYPE_F32);
+  const auto vv = random_values(10 * 128, 72, AMK_DTYPE_F32);
+  std::vector<double> bv = {0, kNegInf, 0.5, kNegInf, -1, 0, 0, kNegInf, kNegInf, 2};
+  const int32_t q = p.add(AMK_DTYPE_F32, {256}, qv), k = p.add(AMK_DTYPE_F32, {10, 128}, kv);
+  const int32_t v = p.add(AMK_DTYPE_F32, {10, 128}, vv), b = p.add(AMK_DTYPE_F32, {10}, bv);
+  const int32_t out = p.add(AMK_DTYPE_F32, {256});
+  REQUIRE(p.run(attention_inst(q, k, v, out, s, 0, 10, 0, b)) == AMK_DEVERR_NONE);
+  std::vector<double> want, mag;
+  normalised(attention_fp64(s, qv, kv, vv, &bv, 0, 10, 0.125), 64, 0, 4, &want, &mag);
+  check_subset(p, out, AMK_DTYPE_F32, want, mag);
+  REQUIRE(p.run(attention_inst(q, k, v, out, s, 7, 2, 0, b)) == AMK_DEVERR_NONE);  // keys 7, 8: both -inf
+  CHECK(p.values(out) == std::vector<double>(256, 0.0));
+}
+
+TEST_CASE("ATTENTION_TILE partials merged by ATTENTION_COMBINE equal unsplit attention",
+          "[instructions][op:attention_tile][op:attention_combine]") {
+  for (int64_t n_kv : {4, 1}) {
+    const Shape s{4, n_kv, 64, 37};
+    const int64_t W = s.hd + 2;
+    RefProgram p;
+    const auto qv = random_values(4 * 64, 80, AMK_DTYPE_BF16, -3, 3);
+    const auto kv = random_values(37 * n_kv * 64, 81, AMK_DTYPE_BF16, -3, 3);
+    const auto vv = random_values(37 * n_kv * 64, 82, AMK_DTYPE_BF16);
+    const int32_t q = p.add(AMK_DTYPE_BF16, {256}, qv), k = p.add(AMK_DTYPE_BF16, {37, n_kv * 64}, kv);
+    const int32_t v = p.add(AMK_DTYPE_BF16, {37, n_kv * 64}, vv);
+    const int64_t bounds[][2] = {{0, 13}, {13, 13}, {26, 11}, {37, 0}};  // the last is empty
+    std::vector<int32_t> parts;
+    for (const auto& b : bounds) {
+      parts.push_back(p.add(AMK_DTYPE_F32, {4 * W}));
+      REQUIRE(p.run(attention_inst(q, k, v, parts.back(), s, b[0], b[1], AMK_FLAG_PARTIAL_WRITE)) == AMK_DEVERR_NONE);
+      const auto ref = attention_fp64(s, qv, kv, vv, nullptr, b[0], b[0] + b[1], 0.125);
+      std::vector<double> want(4 * W), mag(4 * W);
+      for (int64_t h = 0; h < 4; ++h) {
+        for (int64_t i = 0; i < 64; ++i) {
+          want[h * W + i] = ref[h].acc[i];
+          mag[h * W + i] = 4 * ref[h].acc_mag[i];
+        }
+        want[h * W + 64] = ref[h].m;
+        mag[h * W + 64] = 64 * 9 * 0.125;  // sum |q k| * scale bounds the score's error
+        want[h * W + 65] = ref[h].l;
+        mag[h * W + 65] = 4 * ref[h].l;
+      }
+      INFO("partition [" << b[0] << ", +" << b[1] << ")");
+      check_subset(p, parts.back(), AMK_DTYPE_F32, want, mag);
+    }
+    const int32_t y = p.add(AMK_DTYPE_F32, {256}), full = p.add(AMK_DTYPE_F32, {256});
+    REQUIRE(p.run(make_inst(AMK_OP_ATTENTION_COMBINE, parts, {y})) == AMK_DEVERR_NONE);  // shapes derived
+    REQUIRE(p.run(attention_inst(q, k, v, full, s, 0, 37, 0)) == AMK_DEVERR_NONE);
+    std::vector<double> want, mag;
+    normalised(attention_fp64(s, qv, kv, vv, nullptr, 0, 37, 0.125), 64, 0, 4, &want, &mag);
+    check_subset(p, y, AMK_DTYPE_F32, want, mag);
+    check_subset(p, full, AMK_DTYPE_F32, want, mag);
+    const auto a = p.values(y), b = p.values(full);
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-5 * mag[i] + 1e-7);
+  }
+}
+
+TEST_CASE("ATTENTION_TILE STEP_KV clips fixed partitions to the live tokens", "[instructions][op:attention_tile]") {
+  const Shape s{2, 1, 64, 32};
+  RefProgram p;
+  const auto qv = random_values(128, 90, AMK_DTYPE_F32), kv = random_values(32 * 64, 91, AMK_DTYPE_F32);
+  const auto vv = random_values(32 * 64, 92, AMK_DTYPE_F32);
+  const int32_t q = p.add(AMK_DTYPE_F32, {128}, qv), k = p.add(AMK_DTYPE_F32, {32, 64}, kv);
+  const int32_t v = p.add(AMK_DTYPE_F32, {32, 64}, vv);
+  p.set_step(12);  // tokens 0..12 exist: partitions of 8 -> [0,8), [8,13), empty, empty
+  std::vector<int32_t> parts;
+  for (int part = 0; part < 4; ++part) {
+    parts.push_back(p.add(AMK_DTYPE_F32, {2 * 66}));
+    REQUIRE(p.run(attention_inst(q, k, v, parts.back(), s, 8 * part, 8, AMK_FLAG_PARTIAL_WRITE | AMK_FLAG_STEP_KV)) ==
+            AMK_DEVERR_NONE);
+  }
+  for (int64_t h = 0; h < 2; ++h) {  // empty partitions: m = -inf, l = 0, acc = 0
+    CHECK(p.get(parts[2], h * 66 + 64) == kNegInf);
+    CHECK(p.get(parts[3], h * 66 + 65) == 0.0);
+    CHECK(p.get(parts[2], h * 66 + 3) == 0.0);
+  }
+  const int32_t y = p.add(AMK_DTYPE_BF16, {128});
+  auto comb = make_inst(AMK_OP_ATTENTION_COMBINE, parts, {y});
+  comb.params.head_dim = 64;
+  REQUIRE(p.run(comb) == AMK_DEVERR_NONE);
+  std::vector<double> want, mag;
+  normalised(attention_fp64(s, qv, kv, vv, nullptr, 0, 13, 0.125), 64, 0, 2, &want, &mag);
+  check_subset(p, y, AMK_DTYPE_BF16, want, mag);
+  // without STEP_KV the same instruction would read all 8 keys of partition 1
+  const int32_t unclipped = p.add(AMK_DTYPE_F32, {128});
+  REQUIRE(p.run(attention_inst(q, k, v, unclipped, s, 8, 8, 0)) == AMK_DEVERR_NONE);
+  normalised(attention_fp64(s, qv, kv, vv, nullptr, 8, 16, 0.125), 64, 0, 2, &want, &mag);
+  check_subset(p, unclipped, AMK_DTYPE_F32, want, mag);
+  // a capacity past the cache is fine while the live window fits; past it, INDEX_OUT_OF_RANGE
+  const int32_t o2 = p.add(AMK_DTYPE_F32, {128});
+  p.set_step(28);
+  CHECK(p.run(attention_inst(q, k, v, o2, s, 24, 16, AMK_FLAG_STEP_KV)) == AMK_DEVERR_NONE);
+  p.set_step(40);
+  p.poison(o2);
+  CHECK(p.run(attention_inst(q, k, v, o2, s, 24, 16, AMK_FLAG_STEP_KV)) == AMK_DEVERR_INDEX_OUT_OF_RANGE);
+  CHECK(p.run(attention_inst(q, k, v, o2, s, 24, 16, 0)) == AMK_DEVERR_BAD_PARAMS);
+  CHECK(p.poisoned(o2));
+}
+
+TEST_CASE("ATTENTION_COMBINE: hand-computed merge, derived shapes, empty heads", "[instructions][op:attention_combine]") {
+  RefProgram p;  // H = 2, hd = 2; head 1 is empty in both partials
+  const double e = std::exp(-1.0);
+  const int32_t p1 = p.add(AMK_DTYPE_F32, {8}, {2, 4, 1, 2, 0, 0, kNegInf, 0});
+  const int32_t p2 = p.add(AMK_DTYPE_F32, {8}, {6, 2, 0, 3, 0, 0, kNegInf, 0});
+  const int32_t y = p.add(AMK_DTYPE_F32, {4});
+  for (int variant = 0; variant < 4; ++variant) {  // params: none, head_dim, n_heads, both
+    auto inst = make_inst(AMK_OP_ATTENTION_COMBINE, {p1, p2}, {y});
+    inst.params.head_dim = (variant & 1) ? 2 : 0;
+    inst.params.n_heads = (variant & 2) ? 2 : 0;
+    REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
+    // M = 1; w1 = 1, w2 = e^-1: y = (acc1 + e^-1 acc2) / (2 + 3 e^-1)
+    check_output(p, y, AMK_DTYPE_F32, {(2 + 6 * e) / (2 + 3 * e), (4 + 2 * e) / (2 + 3 * e), 0, 0});
+  }
+  auto bad = make_inst(AMK_OP_ATTENTION_COMBINE, {p1, p2}, {y});
+  bad.params.head_dim = 3;
+  p.poison(y);
+  CHECK(p.run(bad) == AMK_DEVERR_BAD_PARAMS);
+  const int32_t p3 = p.add(AMK_DTYPE_F32, {10});
+  CHECK(p.run(make_inst(AMK_OP_ATTENTION_COMBINE, {p1, p3}, {y})) == AMK_DEVERR_BAD_PARAMS);
+  CHECK(p.poisoned(y));
+}
