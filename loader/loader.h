@@ -2,6 +2,8 @@
 // the amk_program_t tables a VM executes (one image per program; backends copy it to devices).
 // It refuses any program validate() rejects; the only way around that is the explicitly named
 // test hook in LoadOptions, which exists so watchdog tests can run a deliberately stuck program.
+// Table indices are entity ids: buffers_[b.id], instructions_[t.id], counters_[c.id]. Each
+// instruction's `sm` is the worker that runs it (task.sm % workers, or round-robin when unassigned).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,14 +17,19 @@
 
 namespace amk::loader {
 
+class SafetensorsFile;
+
 struct LoadOptions {
   /// safetensors file with every WEIGHT/CONST `source`; empty with random_weights_seed set is fine.
   std::string weights_path;
-  /// Fill WEIGHT buffers with seeded random values instead of reading a file.
+  /// Fill WEIGHT (and non-`amk:` CONST) buffers with seeded random values instead of reading a
+  /// file: normal(0, 1/sqrt(last_dim)) for matrices, 1 + 0.1 * normal for 1-D (norm) weights.
+  /// `amk:` constants are still synthesized. No file is opened.
   std::optional<uint64_t> random_weights_seed;
-  /// Workers (virtual SMs) to build queues for; 0 = the program's SM count (max sm + 1).
+  /// Workers (virtual SMs) to build queues for; 0 = the program's SM count (max sm + 1), or 1.
   int workers = 0;
   /// TEST ONLY: load without validate(). Exists for watchdog tests of deliberately stuck programs.
+  /// Structural checks (ids, references, caps) still run, so loading never reads out of bounds.
   bool unsafe_skip_validation_for_tests = false;
 };
 
@@ -50,10 +57,16 @@ class ProgramImage {
   const DecodeBindings& decode() const { return decode_; }
   /// Index of the buffer named `name`, or -1.
   int32_t buffer_index(const std::string& name) const;
-  /// Zero every KV cache and transient buffer (Session::reset).
+  /// Zero every KV cache, activation (page), IO buffer and counter, clear the error slot and the
+  /// abort flag, and reset the step to {pos 0, epoch 1} (Session::reset).
   void clear_state();
   /// Workers the queues were built for.
   int workers() const { return view_.n_sms; }
+  /// The mapped weights file, or nullptr when none was opened. Zero-copy WEIGHT/CONST buffers point
+  /// into it (read-only memory: a store through such a pointer faults).
+  const SafetensorsFile* weights() const;
+  /// Bytes a buffer's allocation holds for it (numel * itemsize; a paged buffer's own size).
+  int64_t buffer_bytes(int32_t index) const;
 
   // Filled by load_program(); public so backends can mirror the tables.
   ir::Program program_;
@@ -61,21 +74,22 @@ class ProgramImage {
   std::vector<amk_instruction_t> instructions_;
   std::vector<amk_counter_t> counters_;
   std::vector<uint32_t> counter_producers_;
-  std::vector<int32_t> queue_offsets_;
-  std::vector<int32_t> queue_;
-  std::vector<int32_t> buffer_bytes_;  // unused placeholder kept for ABI growth
+  std::vector<int32_t> queue_offsets_;  ///< workers + 1 entries
+  std::vector<int32_t> queue_;          ///< instruction indices, worker by worker
   amk_step_t step_{};
   amk_error_slot_t error_{};
   int32_t abort_flag_ = 0;
   DecodeBindings decode_;
   struct Storage;
-  std::unique_ptr<Storage> storage_;  ///< mmaps and arenas
+  std::unique_ptr<Storage> storage_;  ///< the weights mapping, host allocations, name index
   amk_program_t view_{};
 };
 
 /// Validate, bind weights, allocate activations (honouring `pages`), KV caches and IO buffers,
 /// marshal instructions and build per-worker queues. The first problem is returned, naming the
-/// buffer, tensor or task.
+/// buffer, tensor or task: ValidationFailed (validate() rejected it), NotFound (a tensor is not in
+/// the weights file), InvalidArgument (shape/dtype mismatch, bad decode section or options),
+/// ParseError/IoError (the weights file), Internal (out of host memory).
 Result<std::unique_ptr<ProgramImage>> load_program(const ir::Program& program, const LoadOptions& options);
 
 }  // namespace amk::loader
