@@ -7,26 +7,17 @@
 
 #include "ir/validate.h"
 #include "ir/program_builder.h"
+#include "ir/validate_expect.h"
 
 using namespace amk::ir;
+using amk::testing::expect_error;
+using amk::testing::expect_ok;
 using amk::testing::find_rule;
 using amk::testing::ProgramBuilder;
 using Catch::Contains;
 
 namespace {
 
-Diagnostic expect_error(const ValidationResult& r, const std::string& rule) {
-  INFO(r.report());
-  REQUIRE_FALSE(r.ok);
-  const Diagnostic* d = find_rule(r, rule);
-  REQUIRE(d != nullptr);
-  return *d;
-}
-
-void expect_ok(const ValidationResult& r) {
-  INFO(r.report());
-  REQUIRE(r.ok);
-}
 
 // x [1, 16] (IO_INPUT), W [32, 16], y [1, 32] (IO_OUTPUT) written by one GEMV tile of all 32 cols.
 struct Gemv {
