@@ -1,50 +1,15 @@
 // vm/session.cpp: Session over a loader::ProgramImage and an Executor.
 #include "vm/session.h"
 
-#include <cstring>
 #include <thread>
 
+#include "instructions/common/dtype.h"
 #include "ir/json.h"
 #include "loader/loader.h"
 #include "vm/cpu_vm.h"
 #include "vm/gpu_backends.h"
 
 namespace amk {
-namespace {
-
-float bf16_to_f32(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    int e = -1;
-    do {
-      ++e;
-      mant <<= 1;
-    } while ((mant & 0x400u) == 0);
-    bits = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3FFu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-}  // namespace
-
 const char* backend_name(Backend b) {
   switch (b) {
     case Backend::Auto: return "auto";
@@ -158,24 +123,11 @@ Result<StepResult> Session::step(int32_t token) {
     if (!st) return st;
     const amk_buffer_t& b = s.image->view().buffers[d.logits];
     r.logits.resize(static_cast<size_t>(b.numel));
-    for (size_t i = 0; i < r.logits.size(); ++i) {
-      switch (static_cast<ir::DType>(b.dtype)) {
-        case ir::DType::F32: std::memcpy(&r.logits[i], &s.logits_raw[i * 4], 4); break;
-        case ir::DType::BF16: {
-          uint16_t v;
-          std::memcpy(&v, &s.logits_raw[i * 2], 2);
-          r.logits[i] = bf16_to_f32(v);
-          break;
-        }
-        case ir::DType::F16: {
-          uint16_t v;
-          std::memcpy(&v, &s.logits_raw[i * 2], 2);
-          r.logits[i] = f16_to_f32(v);
-          break;
-        }
-        default: return Status(StatusCode::Unsupported, "logits buffer dtype must be F32, BF16 or F16");
-      }
-    }
+    const ir::DType dt = static_cast<ir::DType>(b.dtype);
+    if (dt != ir::DType::F32 && dt != ir::DType::BF16 && dt != ir::DType::F16)
+      return Status(StatusCode::Unsupported, "logits buffer dtype must be F32, BF16 or F16");
+    for (size_t i = 0; i < r.logits.size(); ++i)
+      r.logits[i] = instructions::load_elem(s.logits_raw.data(), b.dtype, static_cast<int64_t>(i));
   }
   if (d.next_token >= 0) {
     st = s.executor->read_buffer(d.next_token, &r.token, sizeof r.token);
