@@ -11,6 +11,10 @@ if (($# > 0)); then shift; fi
 
 # make: cmake's default generator needs it, and a minimal Debian 12 does not ship it.
 packages=(cmake make g++ nlohmann-json3-dev libcli11-dev libspdlog-dev catch2)
+# hipcc (Debian 12: HIP 5.2, clang 15, libamdhip64) only when the HIP backend is asked for.
+for arg in "$@"; do
+  if [[ $arg == -DAMK_HIP=ON ]]; then packages+=(hipcc); fi
+done
 if command -v dpkg >/dev/null 2>&1; then
   missing=()
   for p in "${packages[@]}"; do

@@ -1,36 +1,45 @@
-// vm/cuda/gpu_backends_cuda.cpp: the GPU seam in builds with the CUDA VM (replaces
-// gpu_backends_none.cpp): "cuda" is available when a device is present; HIP is not in this build.
+// vm/cuda/gpu_backends_cuda.cpp: one GPU VM's entry points for the seam (vm/gpu_vendor_vm.h).
+// Built twice from this source: as CudaVm into amk_vm_cuda, and with -DAMK_USE_HIP as HipVm into
+// amk_vm_hip (vm/hip/CMakeLists.txt). It keeps its "cuda" name because it lives with the VM
+// sources both builds share (vm/cuda/ is "the GPU VM", CUDA being the first vendor).
 #include "targets/gpu.h"
 #include "vm/cuda/cuda_executor.h"
-#include "vm/gpu_backends.h"
+#include "vm/gpu_vendor_vm.h"
 
 namespace amk::vm {
+namespace {
 
-bool cuda_available(std::string* why_not) {
+#ifdef AMK_USE_HIP
+using ThisVm = HipVm;
+constexpr const char* kNoDevice = "no AMD GPU found";
+constexpr const char* kCountCall = "hipGetDeviceCount";
+#else
+using ThisVm = CudaVm;
+constexpr const char* kNoDevice = "no CUDA GPU found";
+constexpr const char* kCountCall = "cudaGetDeviceCount";
+#endif  // AMK_USE_HIP
+
+}  // namespace
+
+bool ThisVm::available(std::string* why_not) {
   int count = 0;
   const gpu::Error e = gpu::device_count(&count);
-  if (e != gpu::kSuccess || count == 0) {
-    if (why_not != nullptr)
-      *why_not = e != gpu::kSuccess ? std::string("no usable CUDA device: ") + gpu::error_string(e)
-                                    : std::string("no CUDA device is present");
-    return false;
+  if (e == gpu::kSuccess && count > 0) return true;
+  if (why_not != nullptr) {
+    // "no AMD GPU found (hipGetDeviceCount: hipErrorNoDevice: no ROCm-capable device is detected)"
+    std::string detail = "0 devices";
+    if (e != gpu::kSuccess) {
+      const std::string name = gpu::error_name(e), text = gpu::error_string(e);
+      detail = text == name ? name : name + ": " + text;  // HIP 5.2's error string is the name
+    }
+    *why_not = std::string(kNoDevice) + " (" + kCountCall + ": " + detail + ")";
   }
-  return true;
-}
-
-bool hip_available(std::string* why_not) {
-  if (why_not != nullptr) *why_not = "this amk was built with the CUDA VM, not the HIP VM";
   return false;
 }
 
-Result<std::unique_ptr<Executor>> make_gpu_executor(const std::string& backend, loader::ProgramImage& image) {
-  if (backend != "cuda") {
-    std::string why;
-    hip_available(&why);
-    return Status(StatusCode::Unsupported, "backend " + backend + " is not available: " + why);
-  }
+Result<std::unique_ptr<Executor>> ThisVm::make_executor(loader::ProgramImage& image) {
   std::string why;
-  if (!cuda_available(&why)) return Status(StatusCode::Unsupported, "backend cuda is not available: " + why);
+  if (!available(&why)) return Status(StatusCode::Unsupported, why);
   return make_cuda_executor(image);
 }
 
