@@ -74,6 +74,9 @@ class Tokenizer {
       // Indentation comes in runs of spaces: step over eight at a time.
       uint64_t word = 0;
       while (end_ - p_ >= 8 && (std::memcpy(&word, p_, 8), word == kEightSpaces)) p_ += 8;
+      // The eight-space steps can end exactly at the end of the text (found by fuzz_validate:
+      // tests/fuzz/regressions/validate-ws_at_end.json); never read *end_.
+      if (p_ == end_) return;
       const char c = *p_;
       if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
       ++p_;

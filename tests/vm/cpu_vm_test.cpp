@@ -113,6 +113,43 @@ TEST_CASE("cpu vm: a stuck program times out within its deadline, naming the stu
   CHECK(vm2->launch(0, {}, nullptr).is_ok());
 }
 
+TEST_CASE("cpu vm: a deadlock cycle times out at its deadline, names every blocked worker, and the process goes on",
+          "[vm]") {
+  // embed (worker 0) waits for norm's counter and norm (worker 1) waits for embed's: nothing can
+  // start, so every task of the program is unfinished and each worker's queue head is blocked.
+  ir::Program p = testing::toy_program();
+  p.tasks[0].waits.push_back(ir::Wait{ir::CounterId(1), 1});
+  auto image = load_toy(3, p, /*skip_validation=*/true);
+  auto vm = vm::make_cpu_executor(*image);
+  int tok = 1;
+  REQUIRE(vm->write_buffer(0, &tok, sizeof tok).is_ok());
+  vm::LaunchOptions lo;
+  lo.deadline = std::chrono::milliseconds(200);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = vm->launch(0, lo, nullptr);
+  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(st.code() == StatusCode::Timeout);
+  INFO(st.message());
+  CHECK_THAT(st.message(), Catch::Contains("200 ms deadline"));
+  CHECK_THAT(st.message(), Catch::Contains("7 task(s) never ran"));
+  CHECK_THAT(st.message(), Catch::Contains("task 0 (embed) EMBED on worker 0 waits on counter 1 >= 1 (has 0)"));
+  CHECK_THAT(st.message(), Catch::Contains("task 1 (norm) RMSNORM on worker 1 waits on counter 0 >= 1 (has 0)"));
+  CHECK(ms >= 200.0);         // the watchdog does not fire early
+  CHECK(ms < 200.0 + 1500.0);  // and the stuck workers let go promptly once it does
+  // The next launch in the same process, on a valid image, runs and gives the reference token.
+  auto good = load_toy(3);
+  auto vm2 = vm::make_cpu_executor(*good);
+  REQUIRE(vm2->write_buffer(0, &tok, sizeof tok).is_ok());
+  REQUIRE(vm2->launch(0, lo, nullptr).is_ok());
+  int32_t next = -1;
+  REQUIRE(vm2->read_buffer(7, &next, sizeof next).is_ok());
+  auto ref = testing::toy_reference_logits(tok, weights(*good, "table"), weights(*good, "norm_w"), weights(*good, "W"));
+  int best = 0;
+  for (int n = 1; n < testing::kToyVocab; ++n)
+    if (ref[n] > ref[best]) best = n;
+  CHECK(next == best);
+}
+
 TEST_CASE("cpu vm: the loader refuses a program validate() rejects", "[vm]") {
   ir::Program p = testing::toy_program();
   p.tasks.back().waits[0].threshold = 99;
