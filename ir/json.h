@@ -24,6 +24,9 @@ Result<Program> program_load(const std::string& path);
 std::string program_to_json(const Program& program);
 /// Write atomically (a temporary file renamed into place), so a failed write leaves nothing half-written.
 Status program_save(const Program& program, const std::string& path);
+/// Write `text` to `path` the same way (temporary file in the same directory, then rename), for
+/// tools' other outputs (traces, DOT graphs) that must never be left half-written.
+Status text_save_atomic(const std::string& path, std::string_view text);
 
 /// A GpuTarget from a JSON object; `path` prefixes error messages. Unknown keys are dropped.
 Result<GpuTarget> gpu_target_from_json(const nlohmann::json& j, const std::string& path);

@@ -345,4 +345,15 @@ Status program_save(const Program& program, const std::string& path) {
   }
 }
 
+Status text_save_atomic(const std::string& path, std::string_view text) {
+  try {
+    return write_file_atomic(path, [&](const Flush& flush) {
+      std::string chunk(text);
+      flush(chunk);
+    });
+  } catch (const std::exception& e) {  // out of memory copying `text`
+    return Status(StatusCode::Internal, path + ": cannot save: " + e.what());
+  }
+}
+
 }  // namespace amk::ir

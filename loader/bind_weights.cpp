@@ -80,6 +80,9 @@ Status bind_weights(const ir::Program& program, const LoadOptions& options, Prog
     if (!file) return file.status();
     storage.weights.emplace(std::move(file).value());
   }
+  int64_t total_bytes = 0, done_bytes = 0;
+  for (const ir::Buffer& b : program.buffers)
+    if (is_bound_kind(b)) total_bytes += b.nbytes();
   for (const ir::Buffer& b : program.buffers) {
     if (!is_bound_kind(b)) continue;
     void* ptr = nullptr;
@@ -99,6 +102,8 @@ Status bind_weights(const ir::Program& program, const LoadOptions& options, Prog
     }
     storage.ptrs[b.id.value] = ptr;
     storage.bytes[b.id.value] = b.nbytes();
+    done_bytes += b.nbytes();
+    if (options.on_weight_progress) options.on_weight_progress(done_bytes, total_bytes);
   }
   return Status::ok();
 }

@@ -6,6 +6,7 @@
 // instruction's `sm` is the worker that runs it (task.sm % workers, or round-robin when unassigned).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ struct LoadOptions {
   /// TEST ONLY: load without validate(). Exists for watchdog tests of deliberately stuck programs.
   /// Structural checks (ids, references, caps) still run, so loading never reads out of bounds.
   bool unsafe_skip_validation_for_tests = false;
+  /// Called after each WEIGHT/CONST buffer is bound with (bytes bound so far, total bytes), e.g.
+  /// for a progress bar; may be empty. Runs on the loading thread.
+  std::function<void(int64_t done_bytes, int64_t total_bytes)> on_weight_progress;
 };
 
 /// The decode interface of a program (its `decode` section), resolved to buffer indices.

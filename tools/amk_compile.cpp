@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_config.h"
 #include "targets/registry.h"
+#include "tools/common/json_out.h"
 
 namespace {
 
@@ -32,11 +34,13 @@ constexpr const char* kFooter = R"amk(Exit codes:
      validator rejected the lowered program (nothing is written then)
   2  usage error (unknown flag, missing CONFIG, --target or -o, bad --dtype)
 
---json prints one JSON document to stdout:
-  {"tool": "amk-compile", "ok": true|false, "output": "<path>", "model": "<name>",
+--json prints one JSON document to stdout (docs/JSON.md):
+  {"tool": "amk-compile", "version": "<amk version>", "ok": true|false, "exit_code": <int>,
+   "error": null | {"code": "<status code>", "message": "..."},
+   "config": "<path>", "program": "<output path>", "model": "<name>"|null, "target": "<name>"|null,
    "tasks": <int>|null, "counters": <int>|null, "buffers": <int>|null,
    "weight_bytes": <int>|null, "scratch_bytes": <int>|null, "bandwidth_bound_us": <number>|null,
-   "target": "<name>"|null, "errors": [{"rule": "<validator rule or status code>", "message": "..."}]}
+   "errors": [{"rule": "<validator rule>", "message": "..."}]}
 Knobs of the schedule file are documented in docs/SCHEDULE.md.)amk";
 
 struct Options {
@@ -64,11 +68,11 @@ Json error_json(const std::string& rule, const std::string& message) {
   return e;
 }
 
-// Fail with one non-validation error: stderr in text mode, the errors list in JSON mode.
+// Fail with one non-validation error: stderr in text mode, "error" in JSON mode.
 int fail(const Options& opt, Json& doc, const amk::Status& s) {
   if (opt.json) {
-    doc["errors"].push_back(error_json(amk::status_code_name(s.code()), s.message()));
-    std::cout << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+    amk::tools::json_fail(doc, s, kExitFailed);
+    std::cout << amk::tools::json_text(doc);
   } else {
     std::fprintf(stderr, "amk-compile: %s\n", s.message().c_str());
   }
@@ -98,12 +102,11 @@ void print_summary(const Options& opt, const amk::ir::Program& p, const amk::ir:
 }
 
 int run(const Options& opt) {
-  Json doc;
-  doc["tool"] = "amk-compile";
-  doc["ok"] = false;
-  doc["output"] = opt.output;
-  for (const char* k : {"model", "tasks", "counters", "buffers", "weight_bytes", "scratch_bytes",
-                        "bandwidth_bound_us", "target"})
+  Json doc = amk::tools::json_document("amk-compile");
+  doc["config"] = opt.config;
+  doc["program"] = opt.output;
+  for (const char* k : {"model", "target", "tasks", "counters", "buffers", "weight_bytes", "scratch_bytes",
+                        "bandwidth_bound_us"})
     doc[k] = nullptr;
   doc["errors"] = Json::array();
 
@@ -145,7 +148,11 @@ int run(const Options& opt) {
     // A lowering bug, never the user's fault: say so loudly and write nothing.
     for (const auto& d : v.errors) doc["errors"].push_back(error_json(d.rule, d.message));
     if (opt.json) {
-      std::cout << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+      amk::tools::json_fail(doc, amk::status_code_name(amk::StatusCode::ValidationFailed),
+                            "the lowered program was REJECTED by the validator (" + std::to_string(v.errors.size()) +
+                                " errors); nothing was written",
+                            kExitFailed);
+      std::cout << amk::tools::json_text(doc);
     } else {
       std::fprintf(stderr, "amk-compile: %s: the lowered program was REJECTED by the validator (%zu errors); "
                            "nothing was written. This is a bug in amk's lowering; please report it.\n%s",
@@ -157,8 +164,8 @@ int run(const Options& opt) {
   if (amk::Status s = amk::ir::program_save(p, opt.output); !s) return fail(opt, doc, s);
   spdlog::debug("wrote {} in {:.1f} ms", opt.output, ms_since(t0));
   if (opt.json) {
-    doc["ok"] = true;
-    std::cout << doc.dump(2, ' ', false, Json::error_handler_t::replace) << '\n';
+    amk::tools::json_succeed(doc);
+    std::cout << amk::tools::json_text(doc);
   } else {
     print_summary(opt, p, v, scratch, bound_us);
   }
@@ -192,7 +199,7 @@ int main(int argc, char** argv) {
   app.add_option("-s,--schedule", opt.schedule, "ScheduleConfig JSON file (docs/SCHEDULE.md); default knobs if absent")
       ->type_name("SCHEDULE.json");
   app.add_option("--max-seq", opt.max_seq, "KV cache rows; 0 = min(max_position_embeddings, 4096)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()))  // not NonNegativeNumber: it prints DBL_MAX
       ->capture_default_str();
   app.add_option("--dtype", opt.dtype, "Weights, activations and KV cache dtype")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}))

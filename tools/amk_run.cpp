@@ -1,9 +1,11 @@
 // tools/amk_run.cpp: amk-run, decode a program with the Session API and report latency.
 // Exit codes: 0 ok; 1 bad input (program, weights, prompt); 2 usage; 3 runtime failure
-// (timeout, device error); 4 backend not available in this build or on this machine.
+// (timeout, device error); 4 backend not available in this build or on this machine (or it cannot
+// trace yet). --trace writes a Chrome trace (docs/TRACING.md); --json follows docs/JSON.md.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,6 +13,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tools/common/json_out.h"
+#include "tools/common/progress.h"
 #include "vm/session.h"
 
 namespace {
@@ -55,23 +59,15 @@ bool parse_ids(const std::string& text, std::vector<int32_t>* ids, std::string* 
   return true;
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const size_t idx = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[idx];
-}
+using amk::tools::percentile;
 
 int fail(bool json, const amk::Status& st, const std::string& program) {
   const int code = exit_code_for(st.code());
   if (json) {
-    nlohmann::ordered_json j;
-    j["tool"] = "amk-run";
-    j["ok"] = false;
+    amk::tools::Json j = amk::tools::json_document("amk-run");
     j["program"] = program;
-    j["error"] = {{"code", amk::status_code_name(st.code())}, {"message", st.message()}};
-    j["exit_code"] = code;
-    std::cout << j.dump(2) << "\n";
+    amk::tools::json_fail(j, st, code);
+    std::cout << amk::tools::json_text(j);
   } else {
     std::cerr << "amk-run: " << program << ": " << st.message() << "\n";
     if (st.code() == amk::StatusCode::Unsupported) std::cerr << "hint: use --backend cpu\n";
@@ -87,27 +83,35 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   int max_tokens = 16, threads = 0, watchdog_ms = 30000;
   bool json = false;
+  std::string trace_path;
   app.add_option("program", program_path, "program JSON (amk IR 0.2)")->required();
   auto* weights_opt = app.add_option("--weights", weights, "safetensors file with the program's WEIGHT sources");
   auto* seed_opt = app.add_option("--random-weights", seed, "use seeded random weights instead of a file");
   weights_opt->excludes(seed_opt);
   app.add_option("--prompt-ids", prompt_text, "comma-separated prompt token ids")->capture_default_str();
-  app.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::NonNegativeNumber)->capture_default_str();
+  // Ranges in int, not CLI::NonNegativeNumber, whose message prints DBL_MAX in full (docs/ERRORS.md).
+  constexpr int kIntMax = std::numeric_limits<int>::max();
+  app.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::Range(0, kIntMax))->capture_default_str();
   app.add_option("--backend", backend_text, "auto|cpu|cuda|hip")->check(CLI::IsMember({"auto", "cpu", "cuda", "hip"}))->capture_default_str();
-  app.add_option("--threads", threads, "CPU workers (0 = hardware threads)")->check(CLI::NonNegativeNumber);
-  app.add_option("--watchdog-ms", watchdog_ms, "per-token deadline before TIMEOUT")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_flag("--json", json, "print one JSON object (see README)");
+  app.add_option("--threads", threads, "CPU workers (0 = hardware threads)")->check(CLI::Range(0, kIntMax));
+  app.add_option("--watchdog-ms", watchdog_ms, "per-token deadline before TIMEOUT")->check(CLI::Range(1, kIntMax))->capture_default_str();
+  app.add_flag("--json", json, "print one JSON object (docs/JSON.md)");
+  app.add_option("--trace", trace_path, "write a Chrome/Perfetto trace of every launch (docs/TRACING.md)")
+      ->type_name("OUT.json");
   app.footer(
       "Exit codes: 0 ok; 1 bad input (program, weights, prompt ids); 2 usage; 3 runtime failure (timeout,\n"
       "device error); 4 backend not available.\n"
-      "--json: {tool, ok, program, backend, workers, prompt, generated, steps,\n"
-      "latency_us {median, p90, generation_median}, "
-      "tokens_per_s} or {tool, ok: false, program, error {code, message}, exit_code}.");
+      "--json (docs/JSON.md): {tool, version, ok, exit_code, error, program, backend, workers,\n"
+      "tokens {prompt, generated}, steps, latency_us {median, p90, min, max, mean, count,\n"
+      "generation_median}, tokens_per_s, trace}; on failure ok false and error {code, message}.\n"
+      "A progress bar is drawn on stderr only when stderr is a terminal.");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+  } catch (const CLI::Success& e) {  // --help
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // like the other tools: name the tool, then the problem
+    std::fprintf(stderr, "amk-run: %s\nRun 'amk-run --help' for usage.\n", e.what());
+    return kExitUsage;
   }
 
   std::vector<int32_t> prompt;
@@ -122,15 +126,24 @@ int main(int argc, char** argv) {
   options.backend = *amk::backend_from_name(backend_text);
   options.threads = threads;
   options.watchdog = std::chrono::milliseconds(watchdog_ms);
+  options.trace = !trace_path.empty();
+  amk::tools::ProgressBar load_bar("loading weights", amk::tools::ProgressUnit::Bytes);
+  options.on_weight_progress = [&load_bar](int64_t done, int64_t total) { load_bar.update(done, total); };
   if (weights.empty() && !*seed_opt) {
     std::cerr << "amk-run: give --weights MODEL.safetensors or --random-weights SEED\n";
     return kExitUsage;
   }
 
   auto session = amk::Session::open(program_path, options);
+  load_bar.finish();
   if (!session) return fail(json, session.status(), program_path);
-  auto generated = (*session)->generate(prompt, max_tokens);
+  amk::tools::ProgressBar gen_bar("decoding", amk::tools::ProgressUnit::Count);
+  auto generated = (*session)->generate(prompt, max_tokens, [&gen_bar](int done, int total) { gen_bar.update(done, total); });
+  gen_bar.finish();
   if (!generated) return fail(json, generated.status(), program_path);
+  if (!trace_path.empty()) {
+    if (amk::Status st = (*session)->write_trace(trace_path, program_path); !st) return fail(json, st, program_path);
+  }
 
   const std::vector<double>& lat = (*session)->step_latencies_us();
   double total_us = 0.0;
@@ -142,18 +155,18 @@ int main(int argc, char** argv) {
   const double tps = total_us > 0.0 ? static_cast<double>(lat.size()) * 1e6 / total_us : 0.0;
 
   if (json) {
-    nlohmann::ordered_json j;
-    j["tool"] = "amk-run";
-    j["ok"] = true;
+    amk::tools::Json j = amk::tools::json_document("amk-run");
+    amk::tools::json_succeed(j);
     j["program"] = program_path;
     j["backend"] = (*session)->backend();
     j["workers"] = (*session)->workers();
-    j["prompt"] = prompt;
-    j["generated"] = *generated;
+    j["tokens"] = {{"prompt", prompt}, {"generated", *generated}};
     j["steps"] = lat.size();
-    j["latency_us"] = {{"median", median}, {"p90", p90}, {"generation_median", gen_median}};
+    j["latency_us"] = amk::tools::json_latency_us(lat);
+    j["latency_us"]["generation_median"] = gen_median;
     j["tokens_per_s"] = tps;
-    std::cout << j.dump(2) << "\n";
+    j["trace"] = trace_path.empty() ? amk::tools::Json(nullptr) : amk::tools::Json(trace_path);
+    std::cout << amk::tools::json_text(j);
     return kExitOk;
   }
   std::printf("amk-run: %s on %s (%d workers)\n", program_path.c_str(), (*session)->backend().c_str(),
@@ -166,5 +179,6 @@ int main(int argc, char** argv) {
               lat.size());
   std::printf("generation: median %.3f ms/token over the %zu steps after the prompt\n", gen_median / 1e3, gen.size());
   std::printf("throughput: %.1f tokens/s\n", tps);
+  if (!trace_path.empty()) std::printf("trace:      %s (open in ui.perfetto.dev)\n", trace_path.c_str());
   return kExitOk;
 }

@@ -3,6 +3,8 @@
 // at (epoch - 1) * producers[c] + t, the protocol the GPU uses to keep memsets off the critical
 // path. After an aborted or failed launch the counters are in an unknown state, so they are
 // zeroed and the epoch restarts; that is what keeps the executor usable after a TIMEOUT.
+// Tracing (LaunchOptions::trace) selects a second instantiation of the queue loop per launch, so
+// an untraced launch runs exactly the loop it ran before tracing existed.
 #include "vm/cpu_vm.h"
 
 #include <algorithm>
@@ -26,6 +28,11 @@ inline void cpu_relax() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
+}
+
+uint64_t steady_now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
 /// Spin briefly, then yield, then sleep: workers may outnumber cores (virtual SMs on 2 cores).
@@ -65,6 +72,7 @@ class CpuExecutor final : public Executor {
   }
 
   std::string name() const override { return "cpu"; }
+  bool supports_trace() const override { return true; }
 
   Status launch(int32_t pos, const LaunchOptions& options, LaunchStats* stats) override {
     amk_program_t& prog = image_.view();
@@ -80,6 +88,7 @@ class CpuExecutor final : public Executor {
     error_code_ = 0;
     error_task_ = -1;
     for (int w = 0; w < workers_; ++w) progress_[w].store(0, std::memory_order_relaxed);
+    trace_ = options.trace != nullptr ? prepare_trace(*options.trace, pos) : nullptr;
 
     const auto t0 = std::chrono::steady_clock::now();
     bool timed_out = false;
@@ -95,6 +104,10 @@ class CpuExecutor final : public Executor {
       }
     }
     const auto t1 = std::chrono::steady_clock::now();
+    if (options.trace != nullptr) {
+      options.trace->t_launch_begin = to_ns(t0);
+      options.trace->t_launch_end = to_ns(t1);
+    }
     if (stats != nullptr) stats->wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
 
     if (timed_out) {
@@ -141,7 +154,8 @@ class CpuExecutor final : public Executor {
         if (shutdown_) return;
         seen = generation_;
       }
-      run_queue(w);
+      // Decided once per launch: the untraced loop carries no tracing code at all.
+      if (trace_ != nullptr) run_queue<true>(w); else run_queue<false>(w);
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (--running_ == 0) cv_done_.notify_all();
@@ -149,6 +163,7 @@ class CpuExecutor final : public Executor {
     }
   }
 
+  template <bool kTrace>
   void run_queue(int w) {
     const amk_program_t& prog = image_.view();
     const int32_t begin = prog.sm_queue_offsets[w];
@@ -156,12 +171,16 @@ class CpuExecutor final : public Executor {
     for (int32_t qi = begin; qi < end; ++qi) {
       const int32_t task = prog.sm_queue[qi];
       const amk_instruction_t& inst = prog.instructions[task];
+      if constexpr (kTrace) trace_[qi].t_wait_begin = steady_now_ns();
       if (!wait_all(inst)) return;
+      if constexpr (kTrace) trace_[qi].t_run_begin = steady_now_ns();
       const int32_t err = instructions::cpu_execute(prog, inst);
       if (err != 0) {
         record_error(task, err);
         return;
       }
+      // Before the release increment: a consumer's t_run_begin then cannot precede this t_end.
+      if constexpr (kTrace) trace_[qi].t_end = steady_now_ns();
       // Release: every output write of this task is visible to whoever acquires this counter.
       counters_[inst.out_counter].fetch_add(1, std::memory_order_release);
       progress_[w].store(qi - begin + 1, std::memory_order_relaxed);
@@ -246,6 +265,26 @@ class CpuExecutor final : public Executor {
     return Status::ok();
   }
 
+  static uint64_t to_ns(std::chrono::steady_clock::time_point t) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  }
+
+  /// Size and label the records before any worker starts, so the workers only store timestamps.
+  TaskTiming* prepare_trace(LaunchTrace& trace, int32_t pos) {
+    const amk_program_t& prog = image_.view();
+    const int32_t slots = prog.sm_queue_offsets[workers_];
+    trace.pos = pos;
+    trace.clock = "steady_clock";
+    trace.records.assign(static_cast<size_t>(slots), TaskTiming{});
+    for (int w = 0; w < workers_; ++w) {
+      for (int32_t qi = prog.sm_queue_offsets[w]; qi < prog.sm_queue_offsets[w + 1]; ++qi) {
+        trace.records[static_cast<size_t>(qi)].task = prog.sm_queue[qi];
+        trace.records[static_cast<size_t>(qi)].worker = w;
+      }
+    }
+    return trace.records.data();
+  }
+
   void zero_counters() {
     for (int32_t c = 0; c < n_counters_; ++c) counters_[c].store(0, std::memory_order_relaxed);
     epoch_ = 0;
@@ -258,6 +297,7 @@ class CpuExecutor final : public Executor {
   std::unique_ptr<std::atomic<int32_t>[]> progress_;
   uint32_t max_producers_ = 0;
   uint32_t epoch_ = 0;
+  TaskTiming* trace_ = nullptr;  // this launch's records, or nullptr (set before workers start)
   std::atomic<int32_t> abort_{0};
   std::mutex error_mu_;
   int32_t error_code_ = 0;

@@ -8,6 +8,7 @@
 #include "loader/loader.h"
 #include "vm/cpu_vm.h"
 #include "vm/gpu_backends.h"
+#include "vm/trace_export.h"
 
 namespace amk {
 const char* backend_name(Backend b) {
@@ -45,6 +46,8 @@ struct Session::Impl {
   int32_t max_seq = 0;
   std::vector<double> latencies;
   std::vector<uint8_t> logits_raw;
+  bool trace = false;
+  std::vector<vm::LaunchTrace> traces;  // one per launch since open/reset when tracing
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -67,6 +70,7 @@ Result<std::unique_ptr<Session>> Session::create(const ir::Program& program, con
   lo.weights_path = options.weights_path;
   lo.random_weights_seed = options.random_weights_seed;
   lo.unsafe_skip_validation_for_tests = options.unsafe_skip_validation_for_tests;
+  lo.on_weight_progress = options.on_weight_progress;
   if (backend == Backend::Cpu) {
     lo.workers = options.threads > 0 ? options.threads
                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -95,6 +99,10 @@ Result<std::unique_ptr<Session>> Session::create(const ir::Program& program, con
     if (!ex) return ex.status();
     impl->executor = std::move(*ex);
   }
+  if (options.trace && !impl->executor->supports_trace())
+    return Status(StatusCode::Unsupported,
+                  "tracing is not supported by the " + impl->executor->name() + " backend yet; use --backend cpu");
+  impl->trace = options.trace;
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -112,6 +120,10 @@ Result<StepResult> Session::step(int32_t token) {
   vm::LaunchOptions lo;
   lo.deadline = s.watchdog;
   vm::LaunchStats stats;
+  if (s.trace) {
+    s.traces.emplace_back();
+    lo.trace = &s.traces.back();
+  }
   st = s.executor->launch(s.pos, lo, &stats);
   if (!st) return st;
 
@@ -137,7 +149,8 @@ Result<StepResult> Session::step(int32_t token) {
   return r;
 }
 
-Result<std::vector<int32_t>> Session::generate(const std::vector<int32_t>& prompt, int max_new_tokens) {
+Result<std::vector<int32_t>> Session::generate(const std::vector<int32_t>& prompt, int max_new_tokens,
+                                               const StepProgress& on_step) {
   if (prompt.empty()) return Status(StatusCode::InvalidArgument, "generate needs at least one prompt token");
   if (max_new_tokens < 0)
     return Status(StatusCode::InvalidArgument, "max_new_tokens must be >= 0, got " + std::to_string(max_new_tokens));
@@ -145,11 +158,14 @@ Result<std::vector<int32_t>> Session::generate(const std::vector<int32_t>& promp
     return Status(StatusCode::InvalidArgument, "the program samples no next_token, so it cannot generate");
   std::vector<int32_t> out;
   if (max_new_tokens == 0) return out;
+  const int planned = static_cast<int>(prompt.size()) + max_new_tokens - 1;
+  int done = 0;
   int32_t next = -1;
   for (int32_t t : prompt) {
     auto r = step(t);
     if (!r) return r.status();
     next = r->token;
+    if (on_step) on_step(++done, planned);
   }
   out.push_back(next);
   while (static_cast<int>(out.size()) < max_new_tokens) {
@@ -157,6 +173,7 @@ Result<std::vector<int32_t>> Session::generate(const std::vector<int32_t>& promp
     if (!r) return r.status();
     next = r->token;
     out.push_back(next);
+    if (on_step) on_step(++done, planned);
   }
   return out;
 }
@@ -164,6 +181,7 @@ Result<std::vector<int32_t>> Session::generate(const std::vector<int32_t>& promp
 Status Session::reset() {
   impl_->pos = 0;
   impl_->latencies.clear();
+  impl_->traces.clear();
   return impl_->executor->reset_state();
 }
 
@@ -173,5 +191,16 @@ int32_t Session::vocab_size() const { return impl_->vocab; }
 std::string Session::backend() const { return impl_->executor->name(); }
 int Session::workers() const { return impl_->image->workers(); }
 const std::vector<double>& Session::step_latencies_us() const { return impl_->latencies; }
+bool Session::tracing() const { return impl_->trace; }
+
+Status Session::write_trace(const std::string& path, const std::string& program_name) const {
+  if (!impl_->trace)
+    return Status(StatusCode::InvalidArgument, "this session records no trace: open it with SessionOptions::trace");
+  vm::TraceInfo info;
+  info.program = program_name;
+  info.backend = impl_->executor->name();
+  info.workers = impl_->image->workers();
+  return vm::trace_save_chrome(path, impl_->image->program(), impl_->traces, info);
+}
 
 }  // namespace amk

@@ -5,6 +5,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,7 +32,15 @@ struct SessionOptions {
   int threads = 0;                               ///< CPU workers; 0 = hardware threads
   std::chrono::milliseconds watchdog{30000};     ///< per-launch deadline
   bool unsafe_skip_validation_for_tests = false; ///< TEST ONLY (watchdog tests)
+  /// Record per-task timings of every launch (write them with write_trace()). Unsupported when
+  /// the backend cannot trace yet.
+  bool trace = false;
+  /// Weight binding progress (bytes bound so far, total bytes); may be empty.
+  std::function<void(int64_t done_bytes, int64_t total_bytes)> on_weight_progress;
 };
+
+/// Called by generate() after each launch with (launches done, launches planned).
+using StepProgress = std::function<void(int done, int total)>;
 
 /// What one step produced.
 struct StepResult {
@@ -54,7 +63,8 @@ class Session {
   Result<StepResult> step(int32_t token);
   /// Greedy: feed `prompt`, then generate `max_new_tokens` ids (each fed back). Continues from the
   /// current position; call reset() first for a fresh sequence.
-  Result<std::vector<int32_t>> generate(const std::vector<int32_t>& prompt, int max_new_tokens);
+  Result<std::vector<int32_t>> generate(const std::vector<int32_t>& prompt, int max_new_tokens,
+                                        const StepProgress& on_step = nullptr);
   /// Forget the sequence: position 0, KV caches and activations zeroed.
   Status reset();
 
@@ -67,6 +77,11 @@ class Session {
   int workers() const;
   /// Latency of every launch since open or reset, in microseconds.
   const std::vector<double>& step_latencies_us() const;
+  /// Whether this session records traces (SessionOptions::trace).
+  bool tracing() const;
+  /// Write the traces of every launch since open or reset as a Chrome trace (docs/TRACING.md),
+  /// atomically. InvalidArgument when the session was opened without tracing.
+  [[nodiscard]] Status write_trace(const std::string& path, const std::string& program_name) const;
 
  private:
   struct Impl;
