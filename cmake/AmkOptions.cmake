@@ -9,6 +9,7 @@ set(AMK_CUDA_ARCHITECTURES "75" CACHE STRING "CUDA architectures (CI: one; the d
 option(AMK_BUILD_TESTS "Build the Catch2 test suite" ON)
 option(AMK_WERROR "Treat warnings in project code as errors" OFF)
 option(AMK_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(AMK_FUZZ "Build the libFuzzer targets in tests/fuzz (clang only; adds ASan+UBSan)" OFF)
 
 foreach(opt AMK_CUDA AMK_HIP)
   if(NOT ${opt} MATCHES "^(AUTO|ON|OFF)$")
@@ -19,10 +20,23 @@ endforeach()
 # Warnings for project targets only (third-party headers are included as system headers).
 add_library(amk_warnings INTERFACE)
 target_compile_options(amk_warnings INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow=local -Wnon-virtual-dtor>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
+  # -Wshadow=local is GCC's spelling; clang (the AMK_FUZZ build) rejects it.
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wshadow=local>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${AMK_WERROR}>>:-Werror>)
 
-if(AMK_SANITIZE)
+# AMK_FUZZ: every project library gets libFuzzer coverage instrumentation (fuzzer-no-link) and the
+# sanitizers, so a finding in ir/, loader/ or schedule/ is reported where it happens; the fuzz
+# binaries themselves link -fsanitize=fuzzer (tests/fuzz/CMakeLists.txt).
+if(AMK_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "AMK_FUZZ=ON needs clang (libFuzzer): configure with CC=clang CXX=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=address,undefined)
+elseif(AMK_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
@@ -46,14 +60,22 @@ if(NOT AMK_CUDA STREQUAL "OFF")
   endif()
 endif()
 
-# HIP: enabled when asked for, or found under AUTO.
+# HIP: enabled when asked for, or found under AUTO (docs/HIP.md). CMake's HIP language is not
+# used: CMake 3.25 wants ROCm's layout (<root>/lib/cmake/hip-lang) and a clang it can identify,
+# which Debian's hipcc 5.2 packaging does not provide; vm/hip/CMakeLists.txt runs hipcc itself on
+# the shared vm/cuda sources. CUDA and HIP may both be on: one binary then holds both VMs.
+set(AMK_HIP_ARCHITECTURES "gfx90a" CACHE STRING
+    "AMD GPU architectures for the HIP backend, ;-separated (wave64 CDNA only; CI: gfx90a)")
 set(AMK_HAVE_HIP OFF)
 if(NOT AMK_HIP STREQUAL "OFF")
-  check_language(HIP)
-  if(CMAKE_HIP_COMPILER)
+  find_program(AMK_HIPCC NAMES hipcc HINTS /opt/rocm/bin DOC "hipcc that compiles the HIP VM")
+  find_path(AMK_HIP_INCLUDE_DIR hip/hip_runtime.h HINTS /opt/rocm/include)
+  find_library(AMK_HIP_RUNTIME amdhip64 HINTS /opt/rocm/lib DOC "the HIP runtime (libamdhip64)")
+  if(AMK_HIPCC AND AMK_HIP_INCLUDE_DIR AND AMK_HIP_RUNTIME)
     set(AMK_HAVE_HIP ON)
   elseif(AMK_HIP STREQUAL "ON")
-    message(FATAL_ERROR "AMK_HIP=ON but no HIP compiler was found: apt-get install hipcc, or set CMAKE_HIP_COMPILER")
+    message(FATAL_ERROR "AMK_HIP=ON but hipcc, hip/hip_runtime.h or libamdhip64 was not found "
+                        "(hipcc: ${AMK_HIPCC}): on Debian 12 apt-get install hipcc, or set AMK_HIPCC")
   endif()
 endif()
 
@@ -68,12 +90,13 @@ function(amk_print_summary)
     message(STATUS "  CUDA backend    : OFF (AMK_CUDA=${AMK_CUDA})")
   endif()
   if(AMK_HAVE_HIP)
-    message(STATUS "  HIP backend     : ON (${CMAKE_HIP_COMPILER})")
+    message(STATUS "  HIP backend     : ON (${AMK_HIPCC}, arch ${AMK_HIP_ARCHITECTURES})")
   else()
     message(STATUS "  HIP backend     : OFF (AMK_HIP=${AMK_HIP})")
   endif()
   message(STATUS "  tests (Catch2)  : ${AMK_BUILD_TESTS}")
   message(STATUS "  sanitizers      : ${AMK_SANITIZE}")
+  message(STATUS "  fuzz targets    : ${AMK_FUZZ}")
   message(STATUS "  warnings=errors : ${AMK_WERROR}")
   message(STATUS "")
 endfunction()

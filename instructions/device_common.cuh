@@ -15,7 +15,28 @@ struct DeviceCtx {
   float* s_work;        ///< dynamic shared memory, 16-byte aligned
   int32_t work_floats;  ///< its size in floats
   float* s_red;         ///< 2 * gpu::kMaxWarps floats for block reductions
+  /// The task's weight tile, already copied to shared memory by the kernel's weight ring (the
+  /// bytes gemv_weight_range() names), or nullptr: read the weights from global memory.
+  const char* w_tile = nullptr;
 };
+
+/// Decode a task's operands once per block, into shared memory: thread 0 runs `decode(out)` (out
+/// is a __shared__ Args of the calling micro-kernel), the block synchronises and every thread
+/// returns thread 0's result. Decoding in every thread would write the Args (several Tensors of
+/// shape/stride arrays, hundreds of bytes) to each thread's local memory: per task that was
+/// 512 x ~600 B of local stores per SM, more traffic than the task's weight tile.
+template <typename Args, typename Decode>
+AMK_DEVICE int32_t decode_once(Args* out, Decode&& decode) {
+  __shared__ int32_t s_rc;
+  if (threadIdx.x == 0) {
+    *out = Args{};
+    s_rc = decode(out);
+  }
+  __syncthreads();
+  const int32_t rc = s_rc;
+  __syncthreads();  // every thread has read s_rc before the next task's decode rewrites it
+  return rc;
+}
 
 /// Thread index and count of the block as int64 (elementwise loops over numel).
 AMK_DEVICE int64_t block_tid() { return static_cast<int64_t>(threadIdx.x); }

@@ -10,6 +10,7 @@
 #include "instructions/common/matmul.h"
 #include "instructions/rms_norm.h"
 #include "instructions/silu_mul.h"
+#include "instructions/vec8.cuh"
 
 namespace amk::instructions {
 
@@ -47,8 +48,11 @@ AMK_DEVICE float gemv_dot16(uint4 w, const float* xs, float acc) {
   return acc;
 }
 
-/// One warp: acc[r] += W_row_r[chunk] . s_x[chunk] over `nvec` 16-byte vectors per row.
-template <int DT, int R, int U>
+/// One warp: acc[r] += W_row_r[chunk] . s_x[chunk] over `nvec` 16-byte vectors per row. The rows
+/// are in global memory (streamed through the non-coherent path) or, with kShared, in the
+/// kernel's shared-memory weight ring (consecutive lanes read consecutive 16 bytes: no bank
+/// conflicts).
+template <int DT, int R, int U, bool kShared>
 AMK_DEVICE void gemv_chunk_vec(const char* const (&rows)[R], const float* s_x, int64_t nvec, float (&acc)[R]) {
   constexpr int kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;  // elements per 16-byte vector
   for (int64_t v0 = gpu::lane_id(); v0 < nvec; v0 += static_cast<int64_t>(gpu::kWarpSize) * U) {
@@ -58,7 +62,9 @@ AMK_DEVICE void gemv_chunk_vec(const char* const (&rows)[R], const float* s_x, i
       const int64_t idx = v0 + static_cast<int64_t>(u) * gpu::kWarpSize;
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        w[r][u] = idx < nvec ? gpu::load_stream16(rows[r] + idx * 16) : make_uint4(0u, 0u, 0u, 0u);
+        w[r][u] = idx >= nvec ? make_uint4(0u, 0u, 0u, 0u)
+                  : kShared   ? *reinterpret_cast<const uint4*>(rows[r] + idx * 16)
+                              : gpu::load_stream16(rows[r] + idx * 16);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -96,7 +102,11 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
   const int32_t wdt = mm.w.dtype;
   const int64_t esize = dtype_bits(wdt) / 8;
   const bool vec = mm.w.contiguous && (K * esize) % 16 == 0 && (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) == 0;
-  const char* wbase = static_cast<const char*>(mm.w.ptr);
+  // The ring holds rows [n_begin, n_end) only; it is used on the vector path (the only one
+  // gemv_ring_eligible() admits), so both paths read the same bytes.
+  const bool shared_w = vec && ctx.w_tile != nullptr;
+  const char* wbase = shared_w ? ctx.w_tile : static_cast<const char*>(mm.w.ptr);
+  const int64_t row0 = shared_w ? mm.n_begin : 0;  // the ring's first row
   const int warp = gpu::warp_id(), lane = gpu::lane_id();
   const int64_t batch = static_cast<int64_t>(gpu::warp_count()) * R;
   float* s_x = ctx.s_work;  // [chunk] fp32
@@ -105,9 +115,18 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
     float scale = 1.0f;
     if (prologue == kGemvRmsNorm) {
       float ss = 0.0f;
-      for (int64_t k = block_tid(); k < K; k += block_threads()) {
-        const float v = mm.x.load(r * K + k);
-        ss = fmaf(v, v, ss);
+      if (vec8_ok(mm.x, r * K, K)) {  // 8 at a time: one round trip per 8 * threads elements
+        for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
+          float v[8];
+          load8(mm.x, r * K + k, v);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) ss = fmaf(v[j], v[j], ss);
+        }
+      } else {
+        for (int64_t k = block_tid(); k < K; k += block_threads()) {
+          const float v = mm.x.load(r * K + k);
+          ss = fmaf(v, v, ss);
+        }
       }
       scale = rms_inv(gpu::block_sum(ss, ctx.s_red), K, eps);
     }
@@ -127,11 +146,28 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
         const int64_t len = K - c0 < chunk ? K - c0 : chunk;
         if (c != staged) {  // uniform: every warp walks the same batches and chunks
           __syncthreads();
-          for (int64_t k = block_tid(); k < len; k += block_threads()) {
-            float v = mm.x.load(r * K + c0 + k);
-            if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
-            else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
-            s_x[k] = v;
+          const int64_t aux_at = prologue == kGemvRmsNorm ? c0 : r * K + c0;
+          if (vec8_ok(mm.x, r * K + c0, len) && (prologue == kGemvPlain || vec8_ok(aux, aux_at, len))) {
+            for (int64_t k = block_tid() * 8; k < len; k += block_threads() * 8) {
+              float v[8], a[8];
+              load8(mm.x, r * K + c0 + k, v);
+              if (prologue != kGemvPlain) load8(aux, aux_at + k, a);
+#pragma unroll
+              for (int j = 0; j < 8; ++j) {
+                if (prologue == kGemvRmsNorm) v[j] = v[j] * scale * a[j];
+                else if (prologue == kGemvSiluMul) v[j] = silu_mul(v[j], a[j]);
+              }
+              // 16-byte stores: s_x is 16-byte aligned and k a multiple of 8 (no bank conflicts).
+              reinterpret_cast<float4*>(s_x + k)[0] = make_float4(v[0], v[1], v[2], v[3]);
+              reinterpret_cast<float4*>(s_x + k)[1] = make_float4(v[4], v[5], v[6], v[7]);
+            }
+          } else {
+            for (int64_t k = block_tid(); k < len; k += block_threads()) {
+              float v = mm.x.load(r * K + c0 + k);
+              if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
+              else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
+              s_x[k] = v;
+            }
           }
           __syncthreads();
           staged = c;
@@ -139,11 +175,17 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
         if (vec) {
           const char* rows[R];
 #pragma unroll
-          for (int i = 0; i < R; ++i) rows[i] = wbase + (n[i] * K + c0) * esize;
+          for (int i = 0; i < R; ++i) rows[i] = wbase + ((n[i] - row0) * K + c0) * esize;
           const int64_t nvec = len * esize / 16;
-          if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U>(rows, s_x, nvec, acc);
-          else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U>(rows, s_x, nvec, acc);
-          else gemv_chunk_vec<AMK_DTYPE_F32, R, U>(rows, s_x, nvec, acc);
+          if (shared_w) {
+            if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U, true>(rows, s_x, nvec, acc);
+            else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U, true>(rows, s_x, nvec, acc);
+            else gemv_chunk_vec<AMK_DTYPE_F32, R, U, true>(rows, s_x, nvec, acc);
+          } else {
+            if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U, false>(rows, s_x, nvec, acc);
+            else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U, false>(rows, s_x, nvec, acc);
+            else gemv_chunk_vec<AMK_DTYPE_F32, R, U, false>(rows, s_x, nvec, acc);
+          }
         } else {
           int64_t base[R];
 #pragma unroll
@@ -167,6 +209,15 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
     }
   }
   return AMK_DEVERR_NONE;
+}
+
+/// Whether the weight ring may hold this tile: the vector path reads it (contiguous rows of a
+/// multiple of 16 bytes from a 16-byte aligned base), so a bulk copy of gemv_weight_range() is
+/// exactly what the tile reads.
+AMK_DEVICE bool gemv_ring_eligible(const MatmulArgs& mm) {
+  const int64_t esize = dtype_bits(mm.w.dtype) / 8;
+  return esize > 0 && mm.w.contiguous && (mm.K * esize) % 16 == 0 &&
+         (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) == 0 && mm.n_end > mm.n_begin;
 }
 
 /// The contiguous byte range of the weight rows a GEMV-like tile streams (for L2 prefetch).

@@ -6,6 +6,8 @@
 // (built by the C++ compiler) may include it too: they see the runtime calls and AMK_GPU_TRY only.
 #pragma once
 
+#include "targets/gpu_vendor.h"  // AMK_GPU_VENDOR_NS: amk::gpu's symbols are vendor-named
+
 #if defined(AMK_USE_HIP) || defined(__HIPCC__)
 #ifndef AMK_USE_HIP
 #define AMK_USE_HIP 1
@@ -22,18 +24,24 @@
 #include <string>
 
 #include "ir/status.h"
+#include "targets/warp_butterfly.h"
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define AMK_HD __host__ __device__ inline
 #define AMK_DEVICE __device__ inline
 /// A device function the compiler must keep out of line (each opcode gets its own registers).
+#ifdef AMK_USE_HIP
+#define AMK_DEVICE_NOINLINE __device__ __attribute__((noinline)) inline  // HIP 5.2 defines __noinline__ empty
+#else
 #define AMK_DEVICE_NOINLINE __device__ __noinline__ inline
+#endif  // AMK_USE_HIP
 #define AMK_GPU_COMPILER 1
 #else
 #define AMK_HD inline  // host-only TU: AMK_DEVICE is left undefined on purpose
 #endif  // __CUDACC__ || __HIPCC__
 
 namespace amk::gpu {
+inline namespace AMK_GPU_VENDOR_NS {  // CUDA and HIP builds link side by side (gpu_vendor.h)
 
 // ---------------------------------------------------------------------------------------------
 // Vendor type and constant names.
@@ -42,10 +50,12 @@ using Error = hipError_t;
 using Stream = hipStream_t;
 inline constexpr Error kSuccess = hipSuccess;
 inline constexpr Error kNotReady = hipErrorNotReady;
-#if defined(__AMDGCN_WAVEFRONT_SIZE)
-inline constexpr int kWarpSize = __AMDGCN_WAVEFRONT_SIZE;
-#else
-inline constexpr int kWarpSize = 64;  // CDNA (gfx90a) wavefronts
+// 64 in the host pass too: the host sizes shared memory and block reductions from kWarpSize, so
+// both passes must agree. amk targets wave64 CDNA (gfx90a, gfx942); a wave32 target (RDNA) stops
+// the build here rather than run with mismatched host and device warp sizes.
+inline constexpr int kWarpSize = 64;
+#if defined(__AMDGCN_WAVEFRONT_SIZE) && __AMDGCN_WAVEFRONT_SIZE != 64
+#error "amk's HIP backend needs 64-lane wavefronts (CDNA: gfx90a, gfx942); this target uses 32"
 #endif  // __AMDGCN_WAVEFRONT_SIZE
 #else
 using Error = cudaError_t;
@@ -55,6 +65,7 @@ inline constexpr Error kNotReady = cudaErrorNotReady;
 inline constexpr int kWarpSize = 32;
 #endif  // AMK_USE_HIP
 
+static_assert(warp_width_ok(kWarpSize), "lane_id() masks with kWarpSize - 1: it must be a power of two");
 /// The most warps a block of the persistent kernel may have (1024 threads).
 inline constexpr int kMaxWarps = 1024 / kWarpSize;
 
@@ -71,7 +82,12 @@ using DeviceProps = hipDeviceProp_t;
 inline Error device_attribute(int* v, hipDeviceAttribute_t a, int d) { return hipDeviceGetAttribute(v, a, d); }
 inline Error malloc_device(void** p, size_t bytes) { return hipMalloc(p, bytes); }
 inline Error free_device(void* p) { return hipFree(p); }
-inline Error host_alloc_mapped(void** p, size_t bytes) { return hipHostMalloc(p, bytes, hipHostMallocMapped); }
+/// Coherent (fine-grained) on AMD: the kernel polls the abort flag in this memory while it runs;
+/// non-coherent (coarse-grained) host memory, the default unless HIP_HOST_COHERENT=1, may be
+/// cached on the device, so a running kernel would not see the host's write until it ends.
+inline Error host_alloc_mapped(void** p, size_t bytes) {
+  return hipHostMalloc(p, bytes, hipHostMallocMapped | hipHostMallocCoherent);
+}
 inline Error host_free(void* p) { return hipHostFree(p); }
 inline Error host_device_pointer(void** d, void* h) { return hipHostGetDevicePointer(d, h, 0); }
 inline Error memcpy_h2d(void* d, const void* h, size_t n) { return hipMemcpy(d, h, n, hipMemcpyHostToDevice); }
@@ -82,6 +98,9 @@ inline Error memcpy_h2d_async(void* d, const void* h, size_t n, Stream s) {
 inline Error memcpy_d2h_async(void* h, const void* d, size_t n, Stream s) {
   return hipMemcpyAsync(h, d, n, hipMemcpyDeviceToHost, s);
 }
+inline Error memcpy_d2d_async(void* d, const void* s, size_t n, Stream st) {
+  return hipMemcpyAsync(d, s, n, hipMemcpyDeviceToDevice, st);
+}
 inline Error memset_device(void* d, int v, size_t n) { return hipMemset(d, v, n); }
 inline Error memset_async(void* d, int v, size_t n, Stream s) { return hipMemsetAsync(d, v, n, s); }
 inline Error stream_create(Stream* s) { return hipStreamCreateWithFlags(s, hipStreamNonBlocking); }
@@ -89,6 +108,11 @@ inline Error stream_destroy(Stream s) { return hipStreamDestroy(s); }
 inline Error stream_query(Stream s) { return hipStreamQuery(s); }
 inline Error stream_sync(Stream s) { return hipStreamSynchronize(s); }
 inline Error device_sync() { return hipDeviceSynchronize(); }
+using Event = hipEvent_t;
+inline Error event_create(Event* e) { return hipEventCreate(e); }
+inline Error event_destroy(Event e) { return hipEventDestroy(e); }
+inline Error event_record(Event e, Stream s) { return hipEventRecord(e, s); }
+inline Error event_elapsed_ms(float* ms, Event a, Event b) { return hipEventElapsedTime(ms, a, b); }
 #else
 inline const char* error_string(Error e) { return cudaGetErrorString(e); }
 inline const char* error_name(Error e) { return cudaGetErrorName(e); }
@@ -111,6 +135,9 @@ inline Error memcpy_h2d_async(void* d, const void* h, size_t n, Stream s) {
 inline Error memcpy_d2h_async(void* h, const void* d, size_t n, Stream s) {
   return cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, s);
 }
+inline Error memcpy_d2d_async(void* d, const void* s, size_t n, Stream st) {
+  return cudaMemcpyAsync(d, s, n, cudaMemcpyDeviceToDevice, st);
+}
 inline Error memset_device(void* d, int v, size_t n) { return cudaMemset(d, v, n); }
 inline Error memset_async(void* d, int v, size_t n, Stream s) { return cudaMemsetAsync(d, v, n, s); }
 inline Error stream_create(Stream* s) { return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking); }
@@ -118,6 +145,11 @@ inline Error stream_destroy(Stream s) { return cudaStreamDestroy(s); }
 inline Error stream_query(Stream s) { return cudaStreamQuery(s); }
 inline Error stream_sync(Stream s) { return cudaStreamSynchronize(s); }
 inline Error device_sync() { return cudaDeviceSynchronize(); }
+using Event = cudaEvent_t;
+inline Error event_create(Event* e) { return cudaEventCreate(e); }
+inline Error event_destroy(Event e) { return cudaEventDestroy(e); }
+inline Error event_record(Event e, Stream s) { return cudaEventRecord(e, s); }
+inline Error event_elapsed_ms(float* ms, Event a, Event b) { return cudaEventElapsedTime(ms, a, b); }
 #endif  // AMK_USE_HIP
 
 /// Status::GpuRuntime naming the failed statement, where it is, and the vendor's words.
@@ -126,6 +158,7 @@ inline Status runtime_status(Error e, const char* expr, const char* file, int li
                                             ": " + error_name(e) + " (" + error_string(e) + ")");
 }
 
+}  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::gpu
 
 /// Evaluate a runtime call; on failure return Status::GpuRuntime from the enclosing function.
@@ -140,6 +173,7 @@ inline Status runtime_status(Error e, const char* expr, const char* file, int li
 // Device API (only in translation units built by nvcc / hipcc).
 #ifdef AMK_GPU_COMPILER
 namespace amk::gpu {
+inline namespace AMK_GPU_VENDOR_NS {
 
 /// This thread's lane within its warp.
 AMK_DEVICE int lane_id() { return static_cast<int>(threadIdx.x) & (kWarpSize - 1); }
@@ -172,23 +206,43 @@ AMK_DEVICE float shfl(float v, int src) {
 #endif  // AMK_USE_HIP
 }
 
+/// The butterfly's exchange on the device: one shuffle (targets/warp_butterfly.h).
+struct WarpXor {
+  AMK_DEVICE float operator()(float v, int m) const { return shfl_xor(v, m); }
+};
+struct WarpAdd {
+  AMK_DEVICE float operator()(float a, float b) const { return a + b; }
+};
+struct WarpFmax {
+  AMK_DEVICE float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
 /// Sum over the warp; every lane gets the total.
-AMK_DEVICE float warp_sum(float v) {
-#pragma unroll
-  for (int m = kWarpSize / 2; m >= 1; m >>= 1) v += shfl_xor(v, m);
-  return v;
-}
+AMK_DEVICE float warp_sum(float v) { return warp_butterfly<kWarpSize>(v, WarpXor{}, WarpAdd{}); }
 /// Max over the warp (NaN-ignoring, as fmaxf); every lane gets it.
-AMK_DEVICE float warp_max(float v) {
-#pragma unroll
-  for (int m = kWarpSize / 2; m >= 1; m >>= 1) v = fmaxf(v, shfl_xor(v, m));
-  return v;
-}
+AMK_DEVICE float warp_max(float v) { return warp_butterfly<kWarpSize>(v, WarpXor{}, WarpFmax{}); }
 
 /// Block barrier.
 AMK_DEVICE void block_barrier() { __syncthreads(); }
 /// Barrier that also returns whether any thread passed a nonzero `pred`.
 AMK_DEVICE bool block_any(int pred) { return __syncthreads_or(pred) != 0; }
+
+/// Barrier after which thread 0 may publish the whole block's global writes with one
+/// atomic_add_release_gpu. Every thread calls it after its last write of the task.
+/// CUDA: the barrier suffices (bar.sync orders the block's writes before thread 0's fence, and
+/// the PTX model makes that release cumulative). AMD: a release in one wavefront only waits for
+/// that wavefront's own stores (s_waitcnt counts per wave), so another wavefront's store could
+/// still be in flight to L2 when thread 0 signals, unless the barrier itself waits. clang 15 for
+/// gfx90a does emit `s_waitcnt vmcnt(0)` before `s_barrier`, but that is a lowering detail (LLVM
+/// has omitted it for other targets' workgroup fences). So each thread first makes its own writes
+/// agent-visible (agent-scope release fence: its stores reach L2), then the barrier; on gfx90a
+/// this compiles to the same instructions as the plain barrier (docs/HIP.md).
+AMK_DEVICE void block_barrier_release() {
+#ifdef AMK_USE_HIP
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
+#endif  // AMK_USE_HIP
+  __syncthreads();
+}
 
 /// Sum over the block; every thread gets the total. `s_red` holds kMaxWarps floats (shared).
 /// Contains barriers: every thread of the block must call it.
@@ -224,6 +278,36 @@ AMK_DEVICE uint32_t load_acquire_gpu(const uint32_t* p) {
   const uint32_t v = *reinterpret_cast<const volatile uint32_t*>(p);
   __threadfence();
   return v;
+#endif  // AMK_USE_HIP
+}
+
+/// Device-scope relaxed load of a counter, for polling: unlike an acquire load it does not
+/// invalidate the SM's L1 on every iteration (on sm_70+ each ld.acquire.gpu costs a CCTL.IVALL,
+/// which also throws away the other warps' cached lines). Follow a successful poll with
+/// fence_acquire_gpu() before reading what the producer wrote.
+AMK_DEVICE uint32_t load_relaxed_gpu(const uint32_t* p) {
+#ifdef AMK_USE_HIP
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+#else
+  return *reinterpret_cast<const volatile uint32_t*>(p);
+#endif  // AMK_USE_HIP
+}
+
+/// Device-scope acquire fence: with a preceding relaxed load that observed a released value,
+/// later reads see what the releasing producer wrote (the fence-based form of an acquire load).
+AMK_DEVICE void fence_acquire_gpu() {
+#ifdef AMK_USE_HIP
+  // Agent scope, spelled out: clang's __atomic_thread_fence is system scope on AMDGPU, which on
+  // gfx90a adds an L2 writeback and invalidate (buffer_wbl2, buffer_invl2) to every poll success.
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+  __threadfence();
 #endif  // AMK_USE_HIP
 }
 
@@ -264,6 +348,7 @@ AMK_DEVICE int32_t atomic_cas(int32_t* p, int32_t expected, int32_t desired) {
 /// Sleep about `ns` nanoseconds in a spin loop (hands issue slots to other warps).
 AMK_DEVICE void spin_pause(uint32_t ns) {
 #ifdef AMK_USE_HIP
+  // s_sleep takes a compile-time count of 64-clock units (~40 ns at 1.7 GHz), so loop over it.
   for (uint32_t i = 0; i < ns; i += 64) __builtin_amdgcn_s_sleep(1);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   __nanosleep(ns);
@@ -278,6 +363,23 @@ AMK_DEVICE uint4 load_stream16(const void* p) {
   return *static_cast<const uint4*>(p);
 #else
   return __ldg(static_cast<const uint4*>(p));
+#endif  // AMK_USE_HIP
+}
+
+/// A device-wide clock for traces, in nanoseconds: %globaltimer on CUDA (the same clock in every
+/// SM, unlike clock64); on AMD the constant-rate wall clock, converted with its nominal 100 MHz
+/// (hipDeviceAttributeWallClockRate reports it; the trace only needs a common, monotonic clock).
+AMK_DEVICE uint64_t global_timer_ns() {
+#if defined(__HIP_DEVICE_COMPILE__)
+  // s_memrealtime (gfx8+) is the 100 MHz clock HIP's wall_clock64() reads; HIP 5.2 declares
+  // wall_clock64() only in the device pass, so name the builtin directly.
+  return static_cast<uint64_t>(__builtin_amdgcn_s_memrealtime()) * 10u;
+#elif defined(AMK_USE_HIP)
+  return 0;  // host pass of a HIP compile: never called
+#else
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 #endif  // AMK_USE_HIP
 }
 
@@ -305,5 +407,6 @@ AMK_DEVICE void prefetch_l2_lines(const void* p, uint64_t bytes, int first, int 
   }
 }
 
+}  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::gpu
 #endif  // AMK_GPU_COMPILER

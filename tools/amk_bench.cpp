@@ -2,6 +2,10 @@
 //   amk-bench cpu [--size-mb N] [--threads 1,2] [--program P --weights W] [--json]
 // `cpu`: a STREAM-like copy (the machine's memory bandwidth, bytes read + written), the CPU VM's
 // GEMV weight-streaming rate on the same threads as a fraction of it, and tokens/s of a program.
+//   amk-bench decode --model CONFIG.json [--ctx 128,2048] ...   (GPU: tools/bench/decode_bench.h)
+//   amk-bench launch                                             (GPU: tools/bench/launch_bench.h)
+// --json follows docs/JSON.md (tools/common/json_out.h). Exit codes: 0 ok; 1 bad input or a
+// measurement failed; 2 usage; 3 no GPU / GPU runtime error; 4 decode tokens disagree.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,12 +21,19 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/loader.h"
+#include "tools/bench/decode_bench.h"
+#include "tools/bench/launch_bench.h"
+#include "tools/common/json_out.h"
 #include "vm/cpu_vm.h"
 #include "vm/session.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -122,21 +133,31 @@ amk::Result<double> tokens_per_s(const std::string& program, const std::string& 
   return 1e6 / median(gen);
 }
 
+/// Report a failed measurement: a JSON document on stdout, or a line on stderr.
+int fail(bool json, amk::tools::Json& doc, const std::string& what, const amk::Status& st) {
+  if (json) {
+    amk::tools::json_fail(doc, amk::status_code_name(st.code()), what + ": " + st.message(), kExitFailed);
+    std::cout << amk::tools::json_text(doc);
+  } else {
+    std::cerr << "amk-bench: " << what << ": " << st.message() << "\n";
+  }
+  return kExitFailed;
+}
+
 int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::string& program,
             const std::string& weights, bool json) {
-  nlohmann::ordered_json out;
-  out["tool"] = "amk-bench";
+  amk::tools::Json out = amk::tools::json_document("amk-bench");
   out["bench"] = "cpu";
+  out["backend"] = "cpu";
+  out["program"] = program.empty() ? amk::tools::Json(nullptr) : amk::tools::Json(program);
   out["size_mb"] = size_mb;
   out["hardware_threads"] = std::thread::hardware_concurrency();
+  out["rows"] = amk::tools::Json::array();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (int threads : thread_counts) {
     const double copy = copy_bandwidth_gbs(size_mb << 20, threads);
     auto gemv = gemv_bandwidth(size_mb << 20, threads);
-    if (!gemv) {
-      std::cerr << "amk-bench: gemv: " << gemv.status().message() << "\n";
-      return 1;
-    }
+    if (!gemv) return fail(json, out, "gemv", gemv.status());
     nlohmann::ordered_json row;
     row["threads"] = threads;
     row["copy_gbs"] = copy;
@@ -145,18 +166,16 @@ int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::st
     row["gemv_fraction_of_copy"] = gemv->gbs / copy;
     if (!program.empty()) {
       auto tps = tokens_per_s(program, weights, threads, 32);
-      if (!tps) {
-        std::cerr << "amk-bench: " << program << ": " << tps.status().message() << "\n";
-        return 1;
-      }
+      if (!tps) return fail(json, out, program, tps.status());
       row["tokens_per_s"] = *tps;
     }
     rows.push_back(row);
   }
   out["rows"] = rows;
   if (json) {
-    std::cout << out.dump(2) << "\n";
-    return 0;
+    amk::tools::json_succeed(out);
+    std::cout << amk::tools::json_text(out);
+    return kExitOk;
   }
   std::printf("amk-bench cpu: %zu MB working set, %u hardware threads\n", size_mb, std::thread::hardware_concurrency());
   std::printf("%8s %12s %14s %10s %12s", "threads", "copy GB/s", "gemv GB/s", "of copy", "gemv ms");
@@ -170,7 +189,7 @@ int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::st
     std::printf("\n");
   }
   std::printf("copy counts bytes read + written; gemv counts weight bytes read (the decode floor).\n");
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -188,11 +207,42 @@ int main(int argc, char** argv) {
   cpu->add_option("--program", program, "program for tokens/s (needs --weights)");
   cpu->add_option("--weights", weights, "safetensors for --program");
   cpu->add_flag("--json", json, "machine-readable output");
-  app.footer("Exit codes: 0 ok; 1 a measurement failed; 2 usage.");
+  auto* decode = app.add_subcommand("decode", "GPU VM decode vs copy bandwidth and a graphed cuBLAS baseline");
+  amk::bench::DecodeBenchOptions dopt;
+  std::string ctx_text = "128";
+  decode->add_option("--model", dopt.model, "Hugging Face config.json (seeded random bf16 weights)")->required();
+  decode->add_option("--ctx", ctx_text, "comma-separated context lengths (KV rows attended)")->capture_default_str();
+  decode->add_option("--schedule", dopt.schedule, "ScheduleConfig JSON (default: all fusions, split-KV by ctx)");
+  decode->add_option("--target", dopt.target, "target name or JSON; auto = from the device name")->capture_default_str();
+  decode->add_option("--baseline", dopt.baseline, "cublas-graph or none")
+      ->check(CLI::IsMember({"cublas-graph", "none"}))->capture_default_str();
+  decode->add_option("--tokens", dopt.tokens, "timed launches per ctx (median)")->check(CLI::Range(1, 100000))->capture_default_str();
+  decode->add_option("--warmup", dopt.warmup, "untimed launches first")->check(CLI::Range(0, 10000))->capture_default_str();
+  decode->add_option("--check-steps", dopt.check_steps, "greedy steps compared with the baseline")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  decode->add_option("--seed", dopt.seed, "random weights seed")->capture_default_str();
+  decode->add_option("--tile-kib", dopt.tiling.tile_kib, "built-in schedule: GEMV tiles of this many KiB (0 = use --tiles-per-sm)")
+      ->check(CLI::Range(0, 65536))->capture_default_str();
+  decode->add_option("--tiles-per-sm", dopt.tiling.tiles_per_sm, "built-in schedule: tiles of each projection per SM")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
+  decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");
+  decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
+  decode->add_flag("--json", json, "machine-readable output");
+  auto* launch = app.add_subcommand("launch", "GPU VM fixed costs: empty launch, per task, per cross-SM hop");
+  amk::bench::LaunchBenchOptions lopt;
+  launch->add_option("--launches", lopt.launches, "timed launches per program (median)")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  launch->add_option("--chain", lopt.chain, "NOPs per SM for the per-task figure")->check(CLI::Range(2, 100000))->capture_default_str();
+  launch->add_flag("--json", json, "machine-readable output");
+  app.footer("Exit codes: 0 ok; 1 bad input or a measurement failed; 2 usage; 3 decode: no GPU or a GPU runtime\n"
+             "error; 4 decode: amk's next tokens disagree with the baseline's (no latency is printed).\n"
+             "--json (docs/JSON.md): {tool, version, ok, exit_code, error, bench, backend, program, size_mb,\n"
+             "hardware_threads, rows [{threads, copy_gbs, gemv_weight_gbs, gemv_ms, gemv_fraction_of_copy,\n"
+             "tokens_per_s (with --program)}]}.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
   if (*cpu) {
     std::vector<int> counts;
@@ -201,15 +251,34 @@ int main(int argc, char** argv) {
       const int t = std::atoi(item.c_str());
       if (t < 1 || t > 256) {
         std::cerr << "amk-bench: --threads: '" << item << "' is not a thread count in [1, 256]\n";
-        return 2;
+        return kExitUsage;
       }
       counts.push_back(t);
     }
     if (!program.empty() && weights.empty()) {
       std::cerr << "amk-bench: --program needs --weights\n";
-      return 2;
+      return kExitUsage;
     }
     return run_cpu(size_mb, counts, program, weights, json);
+  }
+  if (*launch) {
+    lopt.json = json;
+    return amk::bench::run_launch_bench(lopt);
+  }
+  if (*decode) {
+    dopt.ctx.clear();
+    std::stringstream ss(ctx_text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      char* end = nullptr;
+      const long long c = std::strtoll(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || c < 1 || c > (1 << 20)) {
+        std::cerr << "amk-bench: --ctx: '" << item << "' is not a context length in [1, 1048576]\n";
+        return kExitUsage;
+      }
+      dopt.ctx.push_back(c);
+    }
+    dopt.json = json;
+    return amk::bench::run_decode_bench(dopt);
   }
   return 2;
 }

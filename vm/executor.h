@@ -9,17 +9,23 @@
 #include "ir/status.h"
 #include "loader/loader.h"
 #include "vm/abi.h"
+#include "vm/trace.h"
 
 namespace amk::vm {
 
 struct LaunchOptions {
   /// After this long the launch is aborted and reported as Timeout naming the unfinished tasks.
   std::chrono::milliseconds deadline{30000};
+  /// Tracing on when set: the executor fills one TaskTiming per task (vm/trace.h). Only pass it to
+  /// an executor whose supports_trace() is true; the others ignore it.
+  LaunchTrace* trace = nullptr;
 };
 
 /// Per-launch measurements.
 struct LaunchStats {
   double wall_us = 0.0;
+  /// GPU backends: the persistent kernel alone, from stream events around it; -1 elsewhere.
+  double device_us = -1.0;
 };
 
 class Executor {
@@ -35,6 +41,9 @@ class Executor {
   virtual Status write_buffer(int32_t index, const void* src, size_t bytes) = 0;
   /// Zero KV caches, activations, IO buffers and counters (a fresh sequence).
   virtual Status reset_state() = 0;
+  /// Whether launch() fills LaunchOptions::trace. A GPU backend overrides this once its kernel
+  /// records TaskTiming from the device timer.
+  virtual bool supports_trace() const { return false; }
 };
 
 }  // namespace amk::vm

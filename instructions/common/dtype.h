@@ -81,27 +81,26 @@ AMK_HD int32_t i4_load(const void* p, int64_t off) {
 }
 
 /// Element `off` of `p` (dtype `d`) as a float. Callers check dtype_is_loadable() first.
+/// An if-chain with the float types first, not a switch: on the GPU a switch becomes an indirect
+/// branch through a jump table (BRX) in every element loop, and in the persistent kernel's large
+/// code image each one costs an instruction fetch; compare-and-branch stays on the fetched path.
 AMK_HD float load_elem(const void* p, int32_t d, int64_t off) {
-  switch (d) {
-    case AMK_DTYPE_F32: return static_cast<const float*>(p)[off];
-    case AMK_DTYPE_F16: return f16_to_f32(static_cast<const uint16_t*>(p)[off]);
-    case AMK_DTYPE_BF16: return bf16_to_f32(static_cast<const uint16_t*>(p)[off]);
-    case AMK_DTYPE_I32: return static_cast<float>(static_cast<const int32_t*>(p)[off]);
-    case AMK_DTYPE_I8: return static_cast<float>(static_cast<const int8_t*>(p)[off]);
-    case AMK_DTYPE_U8: return static_cast<float>(static_cast<const uint8_t*>(p)[off]);
-    case AMK_DTYPE_I4: return static_cast<float>(i4_load(p, off));
-    default: return 0.0f;
-  }
+  if (d == AMK_DTYPE_BF16) return bf16_to_f32(static_cast<const uint16_t*>(p)[off]);
+  if (d == AMK_DTYPE_F32) return static_cast<const float*>(p)[off];
+  if (d == AMK_DTYPE_F16) return f16_to_f32(static_cast<const uint16_t*>(p)[off]);
+  if (d == AMK_DTYPE_I32) return static_cast<float>(static_cast<const int32_t*>(p)[off]);
+  if (d == AMK_DTYPE_I8) return static_cast<float>(static_cast<const int8_t*>(p)[off]);
+  if (d == AMK_DTYPE_U8) return static_cast<float>(static_cast<const uint8_t*>(p)[off]);
+  if (d == AMK_DTYPE_I4) return static_cast<float>(i4_load(p, off));
+  return 0.0f;
 }
 
-/// Store `v` at element `off` of float buffer `p`, cast once to `d` (F32, F16 or BF16).
+/// Store `v` at element `off` of float buffer `p`, cast once to `d` (F32, F16 or BF16); an
+/// if-chain for the reason given at load_elem().
 AMK_HD void store_elem(void* p, int32_t d, int64_t off, float v) {
-  switch (d) {
-    case AMK_DTYPE_F32: static_cast<float*>(p)[off] = v; break;
-    case AMK_DTYPE_F16: static_cast<uint16_t*>(p)[off] = f32_to_f16(v); break;
-    case AMK_DTYPE_BF16: static_cast<uint16_t*>(p)[off] = f32_to_bf16(v); break;
-    default: break;
-  }
+  if (d == AMK_DTYPE_BF16) static_cast<uint16_t*>(p)[off] = f32_to_bf16(v);
+  else if (d == AMK_DTYPE_F32) static_cast<float*>(p)[off] = v;
+  else if (d == AMK_DTYPE_F16) static_cast<uint16_t*>(p)[off] = f32_to_f16(v);
 }
 
 /// Size in bits of one element (4 for I4); 0 for an unknown dtype.

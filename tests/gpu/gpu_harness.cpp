@@ -10,6 +10,7 @@
 
 #include "instructions/common/dtype.h"
 #include "instructions/cpu_dispatch.h"
+#include "targets/gpu.h"
 #include "vm/gpu_backends.h"
 
 namespace amk::gputest {
@@ -30,6 +31,13 @@ void require_gpu() {
   }
   std::string why;
   if (!vm::cuda_available(&why)) FAIL("[gpu] test needs a CUDA device and there is none: " << why);
+}
+
+int device_sm_major() {
+  int dev = 0;
+  gpu::DeviceProps p{};
+  if (gpu::get_device(&dev) != gpu::kSuccess || gpu::device_props(&p, dev) != gpu::kSuccess) return 0;
+  return p.major;
 }
 
 int ProgramBuilder::buffer(const std::string& name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape) {

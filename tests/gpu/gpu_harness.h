@@ -19,6 +19,8 @@ namespace amk::gputest {
 
 /// FAIL (never pass, never skip) when this process has no usable CUDA device.
 void require_gpu();
+/// Compute capability major of the current device (9 = Hopper), 0 when it cannot be read.
+int device_sm_major();
 
 /// A program under construction: one counter per task, tasks on explicit workers.
 struct ProgramBuilder {

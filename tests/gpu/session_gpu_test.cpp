@@ -10,6 +10,8 @@
 #include "gpu_harness.h"
 #include "schedule/lower.h"
 #include "schedule/model_config.h"
+#include "schedule/schedule_config.h"
+#include "vm/cuda/cuda_executor.h"
 #include "targets/registry.h"
 #include "vm/golden_fixture.h"
 #include "vm/session.h"
@@ -32,7 +34,7 @@ std::unique_ptr<Session> open_session(const ir::Program& program, Backend backen
 }
 
 ir::Program lower_tiny(ir::DType dtype, std::optional<ir::DType> weight_dtype, const char* target, int64_t max_seq,
-                       int64_t max_positions = 0) {
+                       int64_t max_positions = 0, const ir::ScheduleConfig& config = {}) {
   auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
   REQUIRE(model.is_ok());
   if (max_positions > 0) model->max_position_embeddings = max_positions;
@@ -42,7 +44,7 @@ ir::Program lower_tiny(ir::DType dtype, std::optional<ir::DType> weight_dtype, c
   lo.max_seq = max_seq;
   lo.dtype = dtype;
   lo.weight_dtype = weight_dtype;
-  auto p = schedule::lower(*model, ir::ScheduleConfig{}, *t, lo);
+  auto p = schedule::lower(*model, config, *t, lo);
   INFO(p.status().message());
   REQUIRE(p.is_ok());
   return std::move(*p);
@@ -92,6 +94,36 @@ TEST_CASE("gpu session: a bf16 lowering matches transformers bf16 within 2e-2 an
   gputest::require_gpu();
   const testing::Golden g = testing::load_golden();
   const ir::Program p = lower_tiny(ir::DType::BF16, std::nullopt, "h100", 256);
+  auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
+  const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
+  CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);
+}
+
+TEST_CASE("gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold", "[gpu]") {
+  gputest::require_gpu();
+  const testing::Golden g = testing::load_golden();
+  // 16-row tiles (8 KiB of bf16 weights at K = 256) under every fusion: the executor sizes a ring
+  // that holds them all, so every GEMV-like task reads its weights from shared memory.
+  auto cfg = schedule::schedule_config_from_json_text(
+      R"({"fusion_grouping": [["rmsnorm","q_proj","k_proj","v_proj"], ["rmsnorm","gate_proj","up_proj"],
+          ["o_proj","residual_add"], ["silu_mul","down_proj","residual_add"], ["final_norm","lm_head","argmax"]],
+          "tiling": {"gemv": {"N_tile": 16}}})",
+      "test schedule");
+  REQUIRE(cfg.is_ok());
+  const ir::Program p = lower_tiny(ir::DType::BF16, std::nullopt, "h100", 256, 0, *cfg);
+  {
+    loader::LoadOptions lo;
+    lo.weights_path = testing::fixture_dir() + "model.safetensors";
+    auto image = loader::load_program(p, lo);
+    REQUIRE(image.is_ok());
+    auto ex = vm::make_cuda_executor(**image);
+    INFO(ex.status().message());
+    REQUIRE(ex.is_ok());
+    const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+    REQUIRE(rep != nullptr);
+    INFO(rep->summary());
+    if (gputest::device_sm_major() >= 9) CHECK(rep->ring_slots >= 2);
+  }
   auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
   const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
   CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);

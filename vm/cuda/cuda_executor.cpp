@@ -18,6 +18,8 @@
 
 #include "instructions/cpu_dispatch.h"
 #include "instructions/device_limits.cuh"
+#include "instructions/fused.h"
+#include "instructions/gemv_tile.h"
 #include "ir/enums.h"
 #include "targets/gpu.h"
 #include "vm/cuda/persistent_kernel.h"
@@ -44,6 +46,9 @@ class CudaExecutor final : public Executor {
   ~CudaExecutor() override {
     if (stream_ != nullptr) (void)gpu::stream_sync(stream_);
     if (stream_ != nullptr) (void)gpu::stream_destroy(stream_);
+    if (ev_begin_ != nullptr) (void)gpu::event_destroy(ev_begin_);
+    if (ev_end_ != nullptr) (void)gpu::event_destroy(ev_end_);
+    if (d_trace_ != nullptr) (void)gpu::free_device(d_trace_);
     if (d_arena_ != nullptr) (void)gpu::free_device(d_arena_);
     if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
     if (h_pinned_ != nullptr) (void)gpu::host_free(h_pinned_);
@@ -59,6 +64,8 @@ class CudaExecutor final : public Executor {
     AMK_GPU_TRY(gpu::device_props(&props, dev));
     report_.device = props.name;
     AMK_GPU_TRY(gpu::stream_create(&stream_));
+    AMK_GPU_TRY(gpu::event_create(&ev_begin_));
+    AMK_GPU_TRY(gpu::event_create(&ev_end_));
     for (int32_t c = 0; c < prog.n_counters; ++c) max_producers_ = std::max(max_producers_, prog.counter_producers[c]);
 
     Status s = choose_launch_shape(options);
@@ -69,6 +76,10 @@ class CudaExecutor final : public Executor {
   }
 
   std::string name() const override { return "cuda"; }
+  bool supports_trace() const override { return true; }
+  const void* device_buffer(int32_t index) const {
+    return index >= 0 && static_cast<size_t>(index) < d_ptr_.size() ? d_ptr_[static_cast<size_t>(index)] : nullptr;
+  }
   const GpuKernelReport& report() const { return report_; }
 
   Status launch(int32_t pos, const LaunchOptions& options, LaunchStats* stats) override {
@@ -86,13 +97,21 @@ class CudaExecutor final : public Executor {
     std::memset(stage_progress(), 0, sizeof(int32_t) * static_cast<size_t>(workers_));
     *reinterpret_cast<volatile int32_t*>(h_abort_) = 0;
 
+    KernelArgs args = args_;
+    if (options.trace != nullptr) {
+      Status t = prepare_trace();
+      if (!t) return t;
+      args.trace = d_trace_;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     AMK_GPU_TRY(gpu::memcpy_h2d_async(d_stage_, h_stage_, stage_bytes_, stream_));
-    Status s = gpuvm::kernel_launch(args_, workers_, dyn_smem_, stream_);
+    AMK_GPU_TRY(gpu::event_record(ev_begin_, stream_));
+    Status s = gpuvm::kernel_launch(args, workers_, dyn_smem_, stream_);
     if (!s) {
       (void)zero_counters();
       return s;
     }
+    AMK_GPU_TRY(gpu::event_record(ev_end_, stream_));
     AMK_GPU_TRY(gpu::memcpy_d2h_async(h_error_out_, d_error_, sizeof(amk_error_slot_t), stream_));
 
     bool timed_out = false;
@@ -109,7 +128,16 @@ class CudaExecutor final : public Executor {
                                                "device context may be unusable");
     }
     const auto t1 = std::chrono::steady_clock::now();
-    if (stats != nullptr) stats->wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    if (stats != nullptr) {
+      stats->wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      float ms = 0.0f;
+      if (!timed_out) AMK_GPU_TRY(gpu::event_elapsed_ms(&ms, ev_begin_, ev_end_));
+      stats->device_us = timed_out ? -1.0 : 1000.0 * static_cast<double>(ms);
+    }
+    if (options.trace != nullptr) {  // also after a timeout: the records say which tasks ran
+      Status t = collect_trace(pos, options.trace);
+      if (!t) return t;
+    }
 
     if (timed_out) {
       std::string unfinished;
@@ -160,6 +188,43 @@ class CudaExecutor final : public Executor {
   }
 
  private:
+  /// The device trace buffer (one TaskTiming per queue slot), allocated on first use and zeroed
+  /// before each traced launch (t_end == 0 marks a task that never ran).
+  Status prepare_trace() {
+    const amk_program_t& prog = image_.view();
+    const size_t n = static_cast<size_t>(std::max(prog.sm_queue_offsets[prog.n_sms], 1));
+    if (d_trace_ == nullptr) AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_trace_), n * sizeof(TaskTiming)));
+    AMK_GPU_TRY(gpu::memset_async(d_trace_, 0, n * sizeof(TaskTiming), stream_));
+    return Status::ok();
+  }
+
+  /// Copy the records back; slots of tasks that never ran get their task and worker filled in.
+  Status collect_trace(int32_t pos, LaunchTrace* trace) {
+    const amk_program_t& prog = image_.view();
+    const size_t n = static_cast<size_t>(prog.sm_queue_offsets[prog.n_sms]);
+    trace->pos = pos;
+    trace->clock = "globaltimer";
+    trace->records.assign(n, TaskTiming{});
+    if (n > 0) {
+      AMK_GPU_TRY(gpu::memcpy_d2h_async(trace->records.data(), d_trace_, n * sizeof(TaskTiming), stream_));
+      AMK_GPU_TRY(gpu::stream_sync(stream_));
+    }
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int32_t w = 0; w < prog.n_sms; ++w) {
+      for (int32_t q = prog.sm_queue_offsets[w]; q < prog.sm_queue_offsets[w + 1]; ++q) {
+        TaskTiming& r = trace->records[static_cast<size_t>(q)];
+        r.task = prog.sm_queue[q];
+        r.worker = w;
+        if (r.t_end == 0) continue;
+        lo = std::min(lo, r.t_wait_begin);
+        hi = std::max(hi, r.t_end);
+      }
+    }
+    trace->t_launch_begin = lo == UINT64_MAX ? 0 : lo;  // the device clock has no host view
+    trace->t_launch_end = hi;
+    return Status::ok();
+  }
+
   /// Dynamic shared memory from the program's largest GEMV K and attention head, the prefetch
   /// depth, and the co-residency check.
   Status choose_launch_shape(const GpuOptions& options) {
@@ -186,7 +251,9 @@ class CudaExecutor final : public Executor {
       return Status(StatusCode::Unsupported, "the device allows only " + std::to_string(res.max_dyn_smem_bytes) +
                                                  " bytes of dynamic shared memory per block; the VM needs " +
                                                  std::to_string(min_floats * 4));
-    dyn_smem_ = static_cast<size_t>(floats) * 4;
+    const size_t work_bytes = static_cast<size_t>(floats) * 4;
+    choose_ring(res, work_bytes);
+    dyn_smem_ = work_bytes + static_cast<size_t>(ring_slots_) * static_cast<size_t>(ring_slot_bytes_);
     s = gpuvm::kernel_resources(dyn_smem_, &res);
     if (!s) return s;
     if (!res.cooperative)
@@ -217,9 +284,60 @@ class CudaExecutor final : public Executor {
     report_.static_smem_bytes = res.static_smem_bytes;
     report_.dyn_smem_bytes = static_cast<int>(dyn_smem_);
     report_.prefetch_depth = depth;
+    report_.ring_slots = ring_slots_;
+    report_.ring_slot_bytes = ring_slot_bytes_;
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
+    args_.ring_slots = ring_slots_;
+    args_.ring_slot_bytes = ring_slot_bytes_;
     return Status::ok();
+  }
+
+  /// The shared-memory weight ring (persistent_kernel.cu): on when the kernel was built for sm_90+
+  /// and at least two slots fit beside the work area. A slot holds the program's largest eligible
+  /// weight tile when two such slots fit (then every tile rides the ring), else half of what is
+  /// left (larger tiles stream from global memory). AMK_RING=0 turns it off and AMK_RING_SLOTS=n
+  /// caps the slots (measurements: the ring's shared memory is taken from the L1 cache).
+  void choose_ring(const KernelResources& res, size_t work_bytes) {
+    ring_slots_ = 0;
+    ring_slot_bytes_ = 0;
+    if (res.binary_version < 90) return;
+    if (const char* env = std::getenv("AMK_RING"); env != nullptr && std::strcmp(env, "0") == 0) return;
+    const amk_program_t& prog = image_.view();
+    uint64_t largest = 0;
+    for (int32_t t = 0; t < prog.n_instructions; ++t) {
+      const amk_instruction_t& in = prog.instructions[t];
+      instructions::MatmulArgs mm;
+      if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE) {
+        instructions::GemvTileArgs a;
+        if (instructions::decode_gemv_tile(prog, in, &a) != AMK_DEVERR_NONE) continue;
+        mm = a.mm;
+      } else if (in.op == AMK_OP_FUSED) {
+        instructions::FusedArgs a;
+        if (instructions::decode_fused(prog, in, &a) != AMK_DEVERR_NONE) continue;
+        mm = a.mm;
+      } else {
+        continue;
+      }
+      const int64_t esize = instructions::dtype_bits(mm.w.dtype) / 8;
+      largest = std::max<uint64_t>(largest, static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize));
+    }
+    if (largest == 0) return;
+    const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) - static_cast<int64_t>(work_bytes);
+    if (room < 2 * 1024) return;
+    int64_t slot = static_cast<int64_t>(align_up(largest, 128));
+    // Two slots by default: on an H200 (Llama-3.2-1B shape, 64 KiB tiles) two measured faster than
+    // three (docs/PERFORMANCE.md): every byte of shared memory the ring takes is one less of L1.
+    int64_t max_slots = 2;
+    if (const char* env = std::getenv("AMK_RING_SLOTS"); env != nullptr && std::atoi(env) >= 2)
+      max_slots = std::min<int64_t>(gpuvm::kMaxRingSlots, std::atoi(env));
+    int64_t slots = std::min<int64_t>(max_slots, room / slot);
+    if (slots < 2) {
+      slots = 2;
+      slot = room / 2 / 128 * 128;
+    }
+    ring_slots_ = static_cast<int32_t>(slots);
+    ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
 
   /// Device copies of every buffer; overlapping host ranges share one device range.
@@ -431,19 +549,25 @@ class CudaExecutor final : public Executor {
   amk_error_slot_t* h_error_out_ = nullptr;
   char* h_stage_ = nullptr;
   KernelArgs args_{};
+  gpu::Event ev_begin_ = nullptr, ev_end_ = nullptr;
+  TaskTiming* d_trace_ = nullptr;
   size_t dyn_smem_ = 0;
+  int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
   uint32_t epoch_ = 0;
   uint32_t max_producers_ = 0;
 };
 
 }  // namespace
 
+inline namespace AMK_GPU_VENDOR_NS {  // CUDA and HIP builds link side by side
+
 std::string GpuKernelReport::summary() const {
   std::ostringstream o;
   o << device << ": " << workers << " workers x " << threads_per_block << " threads (" << blocks_per_sm
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
-    << " B dynamic, prefetch depth " << prefetch_depth;
+    << " B dynamic, prefetch depth " << prefetch_depth << ", weight ring " << ring_slots << " x "
+    << ring_slot_bytes << " B";
   return o.str();
 }
 
@@ -464,6 +588,11 @@ const GpuKernelReport* gpu_kernel_report(const Executor& executor) {
   return c != nullptr ? &c->report() : nullptr;
 }
 
+const void* gpu_device_buffer(const Executor& executor, int32_t index) {
+  const auto* c = dynamic_cast<const CudaExecutor*>(&executor);
+  return c != nullptr ? c->device_buffer(index) : nullptr;
+}
+
 std::string cuda_device_name() {
   int count = 0;
   const gpu::Error e = gpu::device_count(&count);
@@ -476,4 +605,5 @@ std::string cuda_device_name() {
          std::to_string(p.multiProcessorCount) + " SMs)";
 }
 
+}  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm

@@ -9,9 +9,12 @@
 
 #include "ir/status.h"
 #include "loader/loader.h"
+#include "targets/gpu_vendor.h"
 #include "vm/executor.h"
 
 namespace amk::vm {
+// CUDA and HIP builds of this executor link side by side: vendor-named symbols (targets/gpu_vendor.h).
+inline namespace AMK_GPU_VENDOR_NS {
 
 /// Knobs of the GPU executor (defaults are what a Session uses).
 struct GpuOptions {
@@ -26,6 +29,7 @@ struct GpuKernelReport {
   int workers = 0, sm_count = 0, blocks_per_sm = 0, threads_per_block = 0;
   int regs_per_thread = 0, local_bytes_per_thread = 0, static_smem_bytes = 0, dyn_smem_bytes = 0;
   int prefetch_depth = 0;
+  int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   /// One line for logs.
   std::string summary() const;
 };
@@ -37,7 +41,12 @@ Result<std::unique_ptr<Executor>> make_cuda_executor(loader::ProgramImage& image
 /// The kernel report of an executor made by make_cuda_executor (nullptr for other executors).
 const GpuKernelReport* gpu_kernel_report(const Executor& executor);
 
+/// Device address of buffer `index` of an executor made by make_cuda_executor (nullptr for other
+/// executors or an index out of range). For benchmarks that run other code on the same weights.
+const void* gpu_device_buffer(const Executor& executor, int32_t index);
+
 /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)", or why there is none.
 std::string cuda_device_name();
 
+}  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm

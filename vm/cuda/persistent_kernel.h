@@ -10,8 +10,10 @@
 #include "ir/status.h"
 #include "targets/gpu.h"
 #include "vm/abi.h"
+#include "vm/trace.h"
 
 namespace amk::vm::gpuvm {
+inline namespace AMK_GPU_VENDOR_NS {  // CUDA and HIP builds link side by side (targets/gpu_vendor.h)
 
 /// Threads per worker block (16 warps on CUDA, 8 wavefronts on CDNA).
 inline constexpr int kBlockThreads = 512;
@@ -22,7 +24,13 @@ struct KernelArgs {
   int32_t* progress;        ///< [workers] tasks completed this launch (device memory)
   int32_t work_floats;      ///< dynamic shared memory per block, in floats
   int32_t prefetch_depth;   ///< GEMV weight tiles warmed into L2 ahead (0 = off)
+  TaskTiming* trace;        ///< [queue length] per queue slot, or nullptr: tracing off (one branch)
+  int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
+  int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128
 };
+
+/// Most weight-ring slots a block keeps (each has an mbarrier in static shared memory).
+inline constexpr int kMaxRingSlots = 4;
 
 /// Compiled resources of the kernel and how many blocks fit per SM with `dyn_smem` bytes.
 struct KernelResources {
@@ -33,6 +41,7 @@ struct KernelResources {
   int blocks_per_sm = 0;
   int sm_count = 0;
   bool cooperative = false;         ///< the device supports cooperative launch
+  int binary_version = 0;           ///< CUDA: the kernel's SASS arch (90 = sm_90); 0 on HIP
 };
 
 /// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
@@ -41,4 +50,5 @@ Status kernel_resources(size_t dyn_smem, KernelResources* out);
 /// Cooperative launch of `workers` blocks on `stream`.
 Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::Stream stream);
 
+}  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm::gpuvm

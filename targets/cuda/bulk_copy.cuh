@@ -1,0 +1,54 @@
+// targets/cuda/bulk_copy.cuh: the sm_90 primitives behind the persistent kernel's shared-memory
+// weight ring: a 1-D bulk copy global -> shared (cp.async.bulk, the TMA engine: one instruction
+// moves a whole weight tile, with no registers or threads tied up while it is in flight) that
+// completes on an mbarrier, and the barrier's init / expect-bytes / parity-wait operations.
+// AMK_HAVE_BULK_COPY is 1 only when compiling device code for sm_90+; elsewhere (older CUDA archs,
+// HIP) the ring is compiled out and the kernel streams weights from global memory.
+#pragma once
+#include "targets/gpu.h"
+
+#if !defined(AMK_USE_HIP) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define AMK_HAVE_BULK_COPY 1
+#else
+#define AMK_HAVE_BULK_COPY 0
+#endif  // sm_90
+
+namespace amk::gpu {
+
+#if AMK_HAVE_BULK_COPY
+AMK_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+/// One thread: make `bar` a barrier of one arrival per phase, visible to the async proxy.
+AMK_DEVICE void mbarrier_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/// One thread: copy `bytes` (a multiple of 16, both addresses 16-byte aligned) from global `src`
+/// to shared `dst`; the current phase of `bar` completes when every byte has landed. The generic
+/// proxy's earlier reads of `dst` (the previous tile, finished before a block barrier) are ordered
+/// before the async-proxy writes by the proxy fence.
+AMK_DEVICE void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_addr(dst)),
+               "l"(src), "r"(bytes), "r"(smem_addr(bar))
+               : "memory");
+}
+
+/// Any thread: wait until the phase of `bar` with parity `parity` has completed (the copy's bytes
+/// are then visible to this thread). Bounded by the copy itself: no abort polling needed.
+AMK_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  }
+}
+#endif  // AMK_HAVE_BULK_COPY
+
+}  // namespace amk::gpu

@@ -1,0 +1,48 @@
+// tools/bench/decode_bench.h: `amk-bench decode`: single-stream decode of a Hugging Face Llama
+// config (seeded random weights) on the GPU VM, against copy bandwidth and a graphed cuBLAS
+// baseline on the same weights, in one run. The order is fixed so a latency is never printed
+// without its correctness result: lower + load, copy bandwidth, a correctness check (amk's next
+// tokens against the baseline's, from an empty cache), then per context length the timed launches
+// of both. docs/PERFORMANCE.md records the figures and the commands.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/model_config.h"
+
+namespace amk::bench {
+
+/// How the built-in decode schedule cuts GEMV outputs into tiles.
+struct DecodeTiling {
+  int64_t tile_kib = 64;     ///< > 0: tiles of about this many KiB of weights (64: fastest measured)
+  int64_t tiles_per_sm = 1;  ///< tile_kib == 0: this many tiles of each projection per SM
+};
+
+struct DecodeBenchOptions {
+  std::string model;                   ///< HF config.json
+  std::vector<int64_t> ctx{128};       ///< context lengths (KV rows attended) to time
+  std::string schedule;                ///< ScheduleConfig JSON; empty = the built-in decode schedule
+  std::string target = "auto";         ///< target record; auto = from the device name
+  std::string baseline = "cublas-graph";  ///< or "none"
+  int tokens = 50;                     ///< timed launches per ctx (median)
+  int warmup = 5;
+  int check_steps = 8;                 ///< tokens compared with the baseline
+  uint64_t seed = 1;                   ///< random weights
+  bool json = false;
+  bool profile = false;                ///< one traced launch per ctx, summarized
+  std::string trace_out;               ///< Chrome trace of the profiled launches (implies profile)
+  DecodeTiling tiling;                 ///< the built-in schedule's GEMV tiles
+};
+
+/// Exit codes (README, amk-bench --help): 0 ok; 1 bad input (config, schedule, target); 3 no GPU
+/// or a GPU runtime failure; 4 amk's tokens disagree with the baseline (no latency is printed).
+int run_decode_bench(const DecodeBenchOptions& options);
+
+/// The schedule amk-bench uses when none is given: every fusion group, one query head per
+/// attention task, split-KV sized to the longest context, GEMV tiles per `tiling`
+/// (docs/PERFORMANCE.md says why).
+std::string default_decode_schedule_json(const schedule::ModelConfig& model, int64_t num_sms, int64_t max_ctx,
+                                         const DecodeTiling& tiling);
+
+}  // namespace amk::bench

@@ -1,0 +1,47 @@
+// tools/bench/decode_schedule.cpp: the schedule amk-bench decode lowers with by default.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "schedule/fusion.h"
+#include "schedule/model_config.h"
+#include "tools/bench/decode_bench.h"
+
+namespace amk::bench {
+
+std::string default_decode_schedule_json(const schedule::ModelConfig& model, int64_t num_sms, int64_t max_ctx,
+                                         const DecodeTiling& tiling) {
+  nlohmann::json j;
+  j["fusion_grouping"] = schedule::fusion_all_groups();
+  // Split-KV: one partition per 1024 cache rows (at most 8), so a long context spreads over SMs
+  // while a short one leaves the extra partitions empty (they exit at once).
+  const int64_t parts = std::clamp<int64_t>((max_ctx + 1023) / 1024, 1, 8);
+  j["tiling"]["attention"]["kv_partitions"] = parts;
+  // One query head per attention task: the GQA group's heads run on separate SMs instead of one
+  // after another (attention is latency-bound at decode, not bandwidth-bound).
+  j["tiling"]["attention"]["heads_per_task"] = 1;
+  const int64_t h = model.hidden_size, q = model.q_dim(), inter = model.intermediate_size, kv = model.kv_dim();
+  struct Proj {
+    const char* name;
+    int64_t n, k;  ///< output rows, input width
+  };
+  const Proj projs[] = {{"q_proj", q, h},      {"k_proj", kv, h},        {"v_proj", kv, h},
+                        {"o_proj", h, q},      {"gate_proj", inter, h},  {"up_proj", inter, h},
+                        {"down_proj", h, inter}, {"lm_head", model.vocab_size, h}};
+  for (const Proj& p : projs) {
+    int64_t rows = 0;
+    if (tiling.tile_kib > 0) {
+      // Tiles of about tile_kib KiB of bf16 weights (small enough for the GPU VM's weight ring).
+      rows = std::max<int64_t>(1, tiling.tile_kib * 1024 / (p.k * 2));
+    } else {
+      // tiles_per_sm tiles of each projection per SM: every SM has work in every stage, and the
+      // per-task cost is paid as few times as that allows.
+      const int64_t tiles = std::max<int64_t>(1, num_sms) * std::max<int64_t>(1, tiling.tiles_per_sm);
+      rows = std::max<int64_t>(1, (p.n + tiles - 1) / tiles);
+    }
+    j["tiling"][p.name]["N_tile"] = rows;
+  }
+  return j.dump();
+}
+
+}  // namespace amk::bench
