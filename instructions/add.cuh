@@ -8,9 +8,9 @@ namespace amk::instructions {
 
 /// ADD, whole block.
 AMK_DEVICE_NOINLINE int32_t add_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
-  __shared__ AddArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](AddArgs* out) { return decode_add(p, inst, out); }));
-  const AddArgs& a = s_args;
+  AddArgs* const s_args = shared_args<AddArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](AddArgs* out) { return decode_add(p, inst, out); }));
+  const AddArgs& a = *s_args;
   block_for(a.y.numel, [&](int64_t i) { a.y.store(i, a.a.load(i) + a.b.load(i)); });
   return AMK_DEVERR_NONE;
 }

@@ -9,9 +9,9 @@ namespace amk::instructions {
 
 /// ALLREDUCE_SHARD, whole block.
 AMK_DEVICE_NOINLINE int32_t allreduce_shard_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
-  __shared__ AllreduceShardArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](AllreduceShardArgs* out) { return decode_allreduce_shard(p, inst, out); }));
-  const AllreduceShardArgs& a = s_args;
+  AllreduceShardArgs* const s_args = shared_args<AllreduceShardArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](AllreduceShardArgs* out) { return decode_allreduce_shard(p, inst, out); }));
+  const AllreduceShardArgs& a = *s_args;
   block_for(a.y.numel, [&](int64_t i) {
     float acc = a.s[0].load(i);
     for (int32_t j = 1; j < a.k; ++j) acc += a.s[j].load(i);

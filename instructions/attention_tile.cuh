@@ -105,9 +105,9 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
 
 /// ATTENTION_TILE, whole block. BAD_PARAMS for head_dim > kDeviceMaxHeadDim.
 AMK_DEVICE_NOINLINE int32_t attention_tile_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
-  __shared__ AttentionTileArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](AttentionTileArgs* out) { return decode_attention_tile(p, inst, out); }));
-  const AttentionTileArgs& a = s_args;
+  AttentionTileArgs* const s_args = shared_args<AttentionTileArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](AttentionTileArgs* out) { return decode_attention_tile(p, inst, out); }));
+  const AttentionTileArgs& a = *s_args;
   if (a.head_dim > kDeviceMaxHeadDim || attention_smem_floats(a.head_dim, gpu::warp_count()) > ctx.work_floats)
     return AMK_DEVERR_BAD_PARAMS;
   constexpr int kLanes = gpu::kWarpSize;

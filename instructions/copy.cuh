@@ -10,9 +10,9 @@ namespace amk::instructions {
 
 /// COPY, whole block.
 AMK_DEVICE_NOINLINE int32_t copy_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
-  __shared__ CopyArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](CopyArgs* out) { return decode_copy(p, inst, out); }));
-  const CopyArgs& a = s_args;
+  CopyArgs* const s_args = shared_args<CopyArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](CopyArgs* out) { return decode_copy(p, inst, out); }));
+  const CopyArgs& a = *s_args;
   const int64_t n = a.x.numel;
   if (n == 0 || a.x.ptr == a.y.ptr) return AMK_DEVERR_NONE;
   const int32_t bits = dtype_bits(a.x.dtype);

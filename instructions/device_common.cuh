@@ -4,6 +4,8 @@
 // amk_device_error_t that is the same in every thread (decode errors are uniform; data-dependent
 // errors are agreed on with block_any) so the kernel can leave the task together.
 #pragma once
+#include <new>
+
 #include "targets/gpu.h"  // first: it defines AMK_HD for device compilation
 #include "instructions/common/tensor.h"
 #include "instructions/device_limits.cuh"
@@ -20,6 +22,18 @@ struct DeviceCtx {
   const char* w_tile = nullptr;
 };
 
+/// Block-shared storage for one `Args` (one buffer per Args type; micro-kernels of a block run one
+/// at a time). Raw bytes, because neither nvcc nor clang allow a __shared__ object whose type has
+/// default member initializers; decode_once() constructs the object in it.
+template <typename Args>
+AMK_DEVICE Args* shared_args() {
+  struct alignas(Args) Raw {
+    unsigned char bytes[sizeof(Args)];
+  };
+  __shared__ Raw raw;
+  return reinterpret_cast<Args*>(raw.bytes);
+}
+
 /// Decode a task's operands once per block, into shared memory: thread 0 runs `decode(out)` (out
 /// is a __shared__ Args of the calling micro-kernel), the block synchronises and every thread
 /// returns thread 0's result. Decoding in every thread would write the Args (several Tensors of
@@ -29,7 +43,7 @@ template <typename Args, typename Decode>
 AMK_DEVICE int32_t decode_once(Args* out, Decode&& decode) {
   __shared__ int32_t s_rc;
   if (threadIdx.x == 0) {
-    *out = Args{};
+    new (out) Args{};  // shared_args() storage is raw bytes: begin the object's lifetime here
     s_rc = decode(out);
   }
   __syncthreads();

@@ -9,9 +9,9 @@ namespace amk::instructions {
 
 /// ROPE, whole block.
 AMK_DEVICE_NOINLINE int32_t rope_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
-  __shared__ RopeArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](RopeArgs* out) { return decode_rope(p, inst, out); }));
-  const RopeArgs& a = s_args;
+  RopeArgs* const s_args = shared_args<RopeArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](RopeArgs* out) { return decode_rope(p, inst, out); }));
+  const RopeArgs& a = *s_args;
   const int64_t half = a.head_dim / 2;
   const float pos = static_cast<float>(a.pos);
   block_for(a.heads * half, [&](int64_t e) {

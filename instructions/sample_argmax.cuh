@@ -10,9 +10,9 @@ namespace amk::instructions {
 
 /// SAMPLE_ARGMAX, whole block. Uses 2 * warps words of ctx.s_work.
 AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
-  __shared__ SampleArgmaxArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
-  const SampleArgmaxArgs& a = s_args;
+  SampleArgmaxArgs* const s_args = shared_args<SampleArgmaxArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
+  const SampleArgmaxArgs& a = *s_args;
   constexpr int kNone = 0x7fffffff;  // index of "no candidate yet"
   float best_v = __int_as_float(0x7fc00000);  // NaN: anything non-NaN beats it
   int best_i = kNone;

@@ -9,9 +9,9 @@ namespace amk::instructions {
 
 /// SOFTMAX, whole block.
 AMK_DEVICE_NOINLINE int32_t softmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
-  __shared__ SoftmaxArgs s_args;  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(&s_args, [&](SoftmaxArgs* out) { return decode_softmax(p, inst, out); }));
-  const SoftmaxArgs& a = s_args;
+  SoftmaxArgs* const s_args = shared_args<SoftmaxArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, [&](SoftmaxArgs* out) { return decode_softmax(p, inst, out); }));
+  const SoftmaxArgs& a = *s_args;
   const int64_t C = a.cols;
   const float neg_inf = -__int_as_float(0x7f800000);
   for (int64_t r = 0; r < a.rows; ++r) {

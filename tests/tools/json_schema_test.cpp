@@ -124,6 +124,34 @@ TEST_CASE("json: amk-bench cpu document", "[tools]") {
   parsed(bad, "amk-bench");
 }
 
+TEST_CASE("json: amk-bench decode and launch documents, with or without a GPU", "[tools]") {
+  // CI has no GPU: the documents are then the failure form (exit 3, GpuRuntime / Unsupported).
+  // On a GPU machine the same test checks the success form; either way the header is checked.
+  const std::string model = shell_quote(AMK_SOURCE_DIR "/tests/fixtures/tiny_llama/config.json");
+  auto r = run_tool(AMK_BENCH_BIN, "decode --json --tokens 2 --warmup 0 --check-steps 2 --model " + model);
+  REQUIRE((r.exit_code == 0 || r.exit_code == 3));
+  const auto doc = parsed(r, "amk-bench");
+  CHECK(doc.at("bench") == "decode");
+  CHECK(doc.at("backend") == "cuda");
+  if (r.exit_code == 0) {
+    CHECK(doc.at("copy_bandwidth_gbs").get<double>() > 0);
+    REQUIRE(doc.at("results").size() == 1);
+    CHECK(doc.at("results")[0].at("amk_ms_per_token").get<double>() > 0);
+  } else {
+    const std::string code = doc.at("error").at("code");
+    CHECK((code == "GpuRuntime" || code == "Unsupported"));
+  }
+  auto launch = run_tool(AMK_BENCH_BIN, "launch --json --launches 5 --chain 4");
+  REQUIRE((launch.exit_code == 0 || launch.exit_code == 3));
+  CHECK(parsed(launch, "amk-bench").at("bench") == "launch");
+
+  // A config that is not a file is bad input (exit 1) when the build has the CUDA VM and a GPU,
+  // and exit 3 before any input is read otherwise; both are documents.
+  auto bad = run_tool(AMK_BENCH_BIN, "decode --json --model " + shell_quote(AMK_BINARY_DIR "/no_such_config.json"));
+  REQUIRE((bad.exit_code == 1 || bad.exit_code == 3));
+  parsed(bad, "amk-bench");
+}
+
 TEST_CASE("json: amk-validate follows the same header", "[tools]") {
   auto r = run_tool(AMK_VALIDATE_BIN, "--json " + kProgram);
   REQUIRE(r.exit_code == 0);

@@ -19,6 +19,7 @@
 #include "schedule/schedule_config.h"
 #include "targets/registry.h"
 #include "tools/bench/baseline_adapter.h"
+#include "tools/bench/bench_report.h"
 #include "tools/bench/copy_bandwidth.h"
 #include "tools/bench/trace_summary.h"
 #include "vm/cuda/cuda_executor.h"
@@ -32,11 +33,6 @@ constexpr int kExitOk = 0, kExitBadInput = 1, kExitGpu = 3, kExitMismatch = 4;
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-int fail(int code, const std::string& what) {
-  std::cerr << "amk-bench decode: " << what << "\n";
-  return code;
 }
 
 /// "h200" / "h100" from the device name when --target auto.
@@ -108,6 +104,9 @@ struct CtxResult {
 }  // namespace
 
 int run_decode_bench(const DecodeBenchOptions& o) {
+  const auto fail = [&](int code, const std::string& what) {
+    return bench_fail("decode", o.json, code, bench_error_code(code), what);
+  };
   if (o.ctx.empty() || o.tokens < 1 || o.warmup < 0 || o.check_steps < 1)
     return fail(kExitBadInput, "--ctx needs at least one length; --tokens and --check-steps must be >= 1");
   const std::string device = vm::cuda_device_name();
@@ -205,10 +204,8 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   const double wbytes = static_cast<double>(amk.weight_bytes);
   const auto pct = [&](double ms) { return 100.0 * wbytes / (ms * 1e-3) / (bw->gbs * 1e9); };
   if (o.json) {
-    nlohmann::ordered_json j;
-    j["tool"] = "amk-bench";
-    j["mode"] = "decode";
-    j["ok"] = true;
+    tools::Json j = bench_document("decode");
+    tools::json_succeed(j);
     j["device"] = device;
     j["model"] = o.model;
     j["target"] = target->name;
@@ -226,7 +223,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
       }
       j["results"].push_back(c);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << tools::json_text(j);
   } else {
     std::printf("device: %s\n", device.c_str());
     if (rep != nullptr) std::printf("kernel: %s\n", rep->summary().c_str());

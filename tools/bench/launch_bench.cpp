@@ -13,6 +13,7 @@
 
 #include "ir/validate.h"
 #include "loader/loader.h"
+#include "tools/bench/bench_report.h"
 #include "vm/cuda/cuda_executor.h"
 
 namespace amk::bench {
@@ -62,14 +63,12 @@ Status time_program(const ir::Program& prog, int launches, double* median_us) {
   return Status::ok();
 }
 
-int fail(const std::string& what) {
-  std::cerr << "amk-bench launch: " << what << "\n";
-  return kExitGpu;
-}
-
 }  // namespace
 
 int run_launch_bench(const LaunchBenchOptions& o) {
+  const auto fail = [&](const std::string& what) {
+    return bench_fail("launch", o.json, kExitGpu, bench_error_code(kExitGpu), what);
+  };
   const std::string device = vm::cuda_device_name();
   if (device.rfind("no GPU", 0) == 0) return fail(device);
   // One worker per SM, the same grid a lowered program for this device gets.
@@ -88,10 +87,15 @@ int run_launch_bench(const LaunchBenchOptions& o) {
   const double per_task = (chain - empty) / (o.chain - 1);
   const double per_hop = (hop - empty) / (sms - 1);
   if (o.json) {
-    nlohmann::ordered_json j{{"tool", "amk-bench"},   {"mode", "launch"},          {"ok", true},
-                             {"device", device},      {"workers", sms},            {"empty_launch_us", empty},
-                             {"per_task_us", per_task}, {"per_hop_us", per_hop},   {"launches", o.launches}};
-    std::cout << j.dump(2) << "\n";
+    tools::Json j = bench_document("launch");
+    tools::json_succeed(j);
+    j["device"] = device;
+    j["workers"] = sms;
+    j["empty_launch_us"] = empty;
+    j["per_task_us"] = per_task;
+    j["per_hop_us"] = per_hop;
+    j["launches"] = o.launches;
+    std::cout << tools::json_text(j);
   } else {
     std::printf("device: %s, %d workers, median of %d launches (stream events around the kernel)\n", device.c_str(),
                 sms, o.launches);

@@ -1,14 +1,13 @@
 // tools/bench/launch_bench_nogpu.cpp: `amk-bench launch` in a build without the CUDA VM.
-#include <iostream>
-
+#include "tools/bench/bench_report.h"
 #include "tools/bench/launch_bench.h"
 
 namespace amk::bench {
 
 int run_launch_bench(const LaunchBenchOptions& options) {
-  (void)options;
-  std::cerr << "amk-bench launch: this amk was built without the CUDA VM (configure with -DAMK_CUDA=ON)\n";
-  return 3;
+  return bench_fail("launch", options.json, 3, "Unsupported",
+                    "this amk was built without the CUDA VM (configure with -DAMK_CUDA=ON on a machine with the "
+                    "CUDA toolkit)");
 }
 
 }  // namespace amk::bench
