@@ -62,7 +62,9 @@ Result<std::unique_ptr<Session>> Session::open(const std::string& program_path, 
 Result<std::unique_ptr<Session>> Session::create(const ir::Program& program, const SessionOptions& options) {
   Backend backend = options.backend;
   std::string why_not;
-  if (backend == Backend::Auto) backend = vm::cuda_available(nullptr) ? Backend::Cuda : Backend::Cpu;
+  if (backend == Backend::Auto) {  // the GPU this build can drive, if one is present; else the CPU VM
+    backend = vm::cuda_available(nullptr) ? Backend::Cuda : vm::hip_available(nullptr) ? Backend::Hip : Backend::Cpu;
+  }
   if (!backend_available(backend, &why_not))
     return Status(StatusCode::Unsupported, std::string("backend ") + backend_name(backend) + " is not available: " + why_not);
 

@@ -16,7 +16,8 @@
 
 namespace amk {
 
-/// Which VM runs the program. Auto = CUDA when built with it and a GPU is present, else CPU.
+/// Which VM runs the program. Auto = CUDA when built with it and an NVIDIA GPU is present, else
+/// HIP when built with it and an AMD GPU is present, else the CPU VM.
 enum class Backend { Auto, Cpu, Cuda, Hip };
 /// "auto", "cpu", "cuda", "hip".
 const char* backend_name(Backend b);
