@@ -13,6 +13,7 @@
 #include "instructions/fused.cuh"
 #include "instructions/gelu.cuh"
 #include "instructions/gemm_tile.cuh"
+#include "instructions/gemv_like.h"
 #include "instructions/gemv_tile.cuh"
 #include "instructions/kv_append.cuh"
 #include "instructions/layer_norm.cuh"
@@ -91,13 +92,8 @@ AMK_DEVICE void device_weight_range(const amk_program_t& p, const amk_instructio
                                     uint64_t* bytes) {
   *ptr = nullptr;
   *bytes = 0;
-  if (inst.op == AMK_OP_GEMV_TILE || inst.op == AMK_OP_GEMM_TILE) {
-    GemvTileArgs a;
-    if (decode_gemv_tile(p, inst, &a) == AMK_DEVERR_NONE) gemv_weight_range(a.mm, ptr, bytes);
-  } else if (inst.op == AMK_OP_FUSED) {
-    FusedArgs a;
-    if (decode_fused(p, inst, &a) == AMK_DEVERR_NONE) gemv_weight_range(a.mm, ptr, bytes);
-  }
+  MatmulArgs mm;
+  if (decode_gemv_like(p, inst, &mm)) gemv_weight_range(mm, ptr, bytes);
 }
 
 /// The weight tile the kernel's shared-memory ring may copy for `inst` before it runs: the bytes
@@ -107,13 +103,8 @@ AMK_DEVICE void device_ring_tile(const amk_program_t& p, const amk_instruction_t
                                  uint64_t* bytes) {
   *ptr = nullptr;
   *bytes = 0;
-  if (inst.op == AMK_OP_GEMV_TILE || inst.op == AMK_OP_GEMM_TILE) {
-    GemvTileArgs a;
-    if (decode_gemv_tile(p, inst, &a) == AMK_DEVERR_NONE && gemv_ring_eligible(a.mm)) gemv_weight_range(a.mm, ptr, bytes);
-  } else if (inst.op == AMK_OP_FUSED) {
-    FusedArgs a;
-    if (decode_fused(p, inst, &a) == AMK_DEVERR_NONE && gemv_ring_eligible(a.mm)) gemv_weight_range(a.mm, ptr, bytes);
-  }
+  MatmulArgs mm;
+  if (decode_gemv_like(p, inst, &mm) && gemv_ring_eligible(mm)) gemv_weight_range(mm, ptr, bytes);
 }
 
 }  // namespace amk::instructions

@@ -13,6 +13,7 @@
 
 #include "ir/validate.h"
 #include "loader/loader.h"
+#include "targets/gpu.h"
 #include "tools/bench/bench_report.h"
 #include "vm/cuda/cuda_executor.h"
 
@@ -72,13 +73,12 @@ int run_launch_bench(const LaunchBenchOptions& o) {
   const std::string device = vm::cuda_device_name();
   if (device.rfind("no GPU", 0) == 0) return fail(device);
   // One worker per SM, the same grid a lowered program for this device gets.
-  int sms = 0;
-  {
-    const size_t open = device.find(", ");
-    const size_t end = device.find(" SMs", open);
-    if (open != std::string::npos && end != std::string::npos) sms = std::atoi(device.substr(open + 2, end - open - 2).c_str());
-  }
-  if (sms < 2) return fail("cannot read the SM count from '" + device + "'");
+  int dev = 0;
+  gpu::DeviceProps props{};
+  if (gpu::get_device(&dev) != gpu::kSuccess || gpu::device_props(&props, dev) != gpu::kSuccess)
+    return fail("cannot read the properties of " + device);
+  const int sms = props.multiProcessorCount;
+  if (sms < 2) return fail("the per-hop figure needs at least 2 SMs; " + device + " has " + std::to_string(sms));
   double empty = 0, chain = 0, hop = 0;
   Status s = time_program(nop_program(sms, 1, false), o.launches, &empty);
   if (s) s = time_program(nop_program(sms, o.chain, false), o.launches, &chain);

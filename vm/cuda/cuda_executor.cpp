@@ -18,8 +18,7 @@
 
 #include "instructions/cpu_dispatch.h"
 #include "instructions/device_limits.cuh"
-#include "instructions/fused.h"
-#include "instructions/gemv_tile.h"
+#include "instructions/gemv_like.h"
 #include "ir/enums.h"
 #include "targets/gpu.h"
 #include "vm/cuda/persistent_kernel.h"
@@ -306,19 +305,8 @@ class CudaExecutor final : public Executor {
     const amk_program_t& prog = image_.view();
     uint64_t largest = 0;
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
-      const amk_instruction_t& in = prog.instructions[t];
       instructions::MatmulArgs mm;
-      if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE) {
-        instructions::GemvTileArgs a;
-        if (instructions::decode_gemv_tile(prog, in, &a) != AMK_DEVERR_NONE) continue;
-        mm = a.mm;
-      } else if (in.op == AMK_OP_FUSED) {
-        instructions::FusedArgs a;
-        if (instructions::decode_fused(prog, in, &a) != AMK_DEVERR_NONE) continue;
-        mm = a.mm;
-      } else {
-        continue;
-      }
+      if (!instructions::decode_gemv_like(prog, prog.instructions[t], &mm)) continue;
       const int64_t esize = instructions::dtype_bits(mm.w.dtype) / 8;
       largest = std::max<uint64_t>(largest, static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize));
     }
