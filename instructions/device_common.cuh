@@ -17,9 +17,6 @@ struct DeviceCtx {
   float* s_work;        ///< dynamic shared memory, 16-byte aligned
   int32_t work_floats;  ///< its size in floats
   float* s_red;         ///< 2 * gpu::kMaxWarps floats for block reductions
-  /// The task's weight tile, already copied to shared memory by the kernel's weight ring (the
-  /// bytes gemv_weight_range() names), or nullptr: read the weights from global memory.
-  const char* w_tile = nullptr;
 };
 
 /// Block-shared storage for one `Args` (one buffer per Args type; micro-kernels of a block run one

@@ -96,15 +96,4 @@ AMK_DEVICE void device_weight_range(const amk_program_t& p, const amk_instructio
   if (decode_gemv_like(p, inst, &mm)) gemv_weight_range(mm, ptr, bytes);
 }
 
-/// The weight tile the kernel's shared-memory ring may copy for `inst` before it runs: the bytes
-/// device_weight_range() names when the GEMV vector path will read exactly those (see
-/// gemv_ring_eligible); bytes = 0 otherwise (the task then streams from global memory).
-AMK_DEVICE void device_ring_tile(const amk_program_t& p, const amk_instruction_t& inst, const void** ptr,
-                                 uint64_t* bytes) {
-  *ptr = nullptr;
-  *bytes = 0;
-  MatmulArgs mm;
-  if (decode_gemv_like(p, inst, &mm) && gemv_ring_eligible(mm)) gemv_weight_range(mm, ptr, bytes);
-}
-
 }  // namespace amk::instructions

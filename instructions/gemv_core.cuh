@@ -8,14 +8,12 @@
 #pragma once
 #include "instructions/device_common.cuh"
 #include "instructions/common/matmul.h"
+#include "instructions/gemv_like.h"
 #include "instructions/rms_norm.h"
 #include "instructions/silu_mul.h"
 #include "instructions/vec8.cuh"
 
 namespace amk::instructions {
-
-/// What is applied to x while it is staged.
-enum GemvPrologue : int32_t { kGemvPlain = 0, kGemvRmsNorm = 1, kGemvSiluMul = 2 };
 
 /// fp32 dot of one 16-byte weight vector with the matching staged x values (16-byte aligned).
 template <int DT>
@@ -88,6 +86,56 @@ AMK_DEVICE void gemv_chunk_scalar(const Tensor& w, const int64_t (&base)[R], con
   }
 }
 
+/// 1 / rms(x[r, :K]) for the RMSNORM prologue. Whole block (a block reduction).
+AMK_DEVICE float gemv_rms_scale(const MatmulArgs& mm, int64_t r, float eps, const DeviceCtx& ctx) {
+  const int64_t K = mm.K;
+  float ss = 0.0f;
+  if (vec8_ok(mm.x, r * K, K)) {  // 8 at a time: one round trip per 8 * threads elements
+    for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
+      float v[8];
+      load8(mm.x, r * K + k, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) ss = fmaf(v[j], v[j], ss);
+    }
+  } else {
+    for (int64_t k = block_tid(); k < K; k += block_threads()) {
+      const float v = mm.x.load(r * K + k);
+      ss = fmaf(v, v, ss);
+    }
+  }
+  return rms_inv(gpu::block_sum(ss, ctx.s_red), K, eps);
+}
+
+/// s_x[k] = prologue(x[r, c0 + k]) for k < len (fp32; RMSNORM multiplies by `scale` and norm_w).
+/// Whole block; the caller synchronises before (s_x free) and after (s_x complete).
+AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tensor& aux, float scale, int64_t r,
+                             int64_t c0, int64_t len, float* s_x) {
+  const int64_t K = mm.K;
+  const int64_t aux_at = prologue == kGemvRmsNorm ? c0 : r * K + c0;
+  if (vec8_ok(mm.x, r * K + c0, len) && (prologue == kGemvPlain || vec8_ok(aux, aux_at, len))) {
+    for (int64_t k = block_tid() * 8; k < len; k += block_threads() * 8) {
+      float v[8], a[8];
+      load8(mm.x, r * K + c0 + k, v);
+      if (prologue != kGemvPlain) load8(aux, aux_at + k, a);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (prologue == kGemvRmsNorm) v[j] = v[j] * scale * a[j];
+        else if (prologue == kGemvSiluMul) v[j] = silu_mul(v[j], a[j]);
+      }
+      // 16-byte stores: s_x is 16-byte aligned and k a multiple of 8 (no bank conflicts).
+      reinterpret_cast<float4*>(s_x + k)[0] = make_float4(v[0], v[1], v[2], v[3]);
+      reinterpret_cast<float4*>(s_x + k)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+  } else {
+    for (int64_t k = block_tid(); k < len; k += block_threads()) {
+      float v = mm.x.load(r * K + c0 + k);
+      if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
+      else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
+      s_x[k] = v;
+    }
+  }
+}
+
 /// The tile of `mm` for every row in [m_begin, m_end): y = prologue(x) . W[n] (+ bias[n])
 /// (+ residual[r, n]). `aux` is norm_w (kGemvRmsNorm) or up (kGemvSiluMul). Whole block.
 AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const Tensor& aux, float eps,
@@ -102,34 +150,13 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
   const int32_t wdt = mm.w.dtype;
   const int64_t esize = dtype_bits(wdt) / 8;
   const bool vec = mm.w.contiguous && (K * esize) % 16 == 0 && (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) == 0;
-  // The ring holds rows [n_begin, n_end) only; it is used on the vector path (the only one
-  // gemv_ring_eligible() admits), so both paths read the same bytes.
-  const bool shared_w = vec && ctx.w_tile != nullptr;
-  const char* wbase = shared_w ? ctx.w_tile : static_cast<const char*>(mm.w.ptr);
-  const int64_t row0 = shared_w ? mm.n_begin : 0;  // the ring's first row
+  const char* wbase = static_cast<const char*>(mm.w.ptr);
   const int warp = gpu::warp_id(), lane = gpu::lane_id();
   const int64_t batch = static_cast<int64_t>(gpu::warp_count()) * R;
   float* s_x = ctx.s_work;  // [chunk] fp32
 
   for (int64_t r = mm.m_begin; r < mm.m_end; ++r) {
-    float scale = 1.0f;
-    if (prologue == kGemvRmsNorm) {
-      float ss = 0.0f;
-      if (vec8_ok(mm.x, r * K, K)) {  // 8 at a time: one round trip per 8 * threads elements
-        for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
-          float v[8];
-          load8(mm.x, r * K + k, v);
-#pragma unroll
-          for (int j = 0; j < 8; ++j) ss = fmaf(v[j], v[j], ss);
-        }
-      } else {
-        for (int64_t k = block_tid(); k < K; k += block_threads()) {
-          const float v = mm.x.load(r * K + k);
-          ss = fmaf(v, v, ss);
-        }
-      }
-      scale = rms_inv(gpu::block_sum(ss, ctx.s_red), K, eps);
-    }
+    const float scale = prologue == kGemvRmsNorm ? gemv_rms_scale(mm, r, eps, ctx) : 1.0f;
     int64_t staged = -1;
     for (int64_t n0 = mm.n_begin; n0 < mm.n_end; n0 += batch) {
       int64_t n[R];
@@ -146,46 +173,18 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
         const int64_t len = K - c0 < chunk ? K - c0 : chunk;
         if (c != staged) {  // uniform: every warp walks the same batches and chunks
           __syncthreads();
-          const int64_t aux_at = prologue == kGemvRmsNorm ? c0 : r * K + c0;
-          if (vec8_ok(mm.x, r * K + c0, len) && (prologue == kGemvPlain || vec8_ok(aux, aux_at, len))) {
-            for (int64_t k = block_tid() * 8; k < len; k += block_threads() * 8) {
-              float v[8], a[8];
-              load8(mm.x, r * K + c0 + k, v);
-              if (prologue != kGemvPlain) load8(aux, aux_at + k, a);
-#pragma unroll
-              for (int j = 0; j < 8; ++j) {
-                if (prologue == kGemvRmsNorm) v[j] = v[j] * scale * a[j];
-                else if (prologue == kGemvSiluMul) v[j] = silu_mul(v[j], a[j]);
-              }
-              // 16-byte stores: s_x is 16-byte aligned and k a multiple of 8 (no bank conflicts).
-              reinterpret_cast<float4*>(s_x + k)[0] = make_float4(v[0], v[1], v[2], v[3]);
-              reinterpret_cast<float4*>(s_x + k)[1] = make_float4(v[4], v[5], v[6], v[7]);
-            }
-          } else {
-            for (int64_t k = block_tid(); k < len; k += block_threads()) {
-              float v = mm.x.load(r * K + c0 + k);
-              if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
-              else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
-              s_x[k] = v;
-            }
-          }
+          gemv_stage_x(mm, prologue, aux, scale, r, c0, len, s_x);
           __syncthreads();
           staged = c;
         }
         if (vec) {
           const char* rows[R];
 #pragma unroll
-          for (int i = 0; i < R; ++i) rows[i] = wbase + ((n[i] - row0) * K + c0) * esize;
+          for (int i = 0; i < R; ++i) rows[i] = wbase + (n[i] * K + c0) * esize;
           const int64_t nvec = len * esize / 16;
-          if (shared_w) {
-            if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U, true>(rows, s_x, nvec, acc);
-            else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U, true>(rows, s_x, nvec, acc);
-            else gemv_chunk_vec<AMK_DTYPE_F32, R, U, true>(rows, s_x, nvec, acc);
-          } else {
-            if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U, false>(rows, s_x, nvec, acc);
-            else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U, false>(rows, s_x, nvec, acc);
-            else gemv_chunk_vec<AMK_DTYPE_F32, R, U, false>(rows, s_x, nvec, acc);
-          }
+          if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U, false>(rows, s_x, nvec, acc);
+          else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U, false>(rows, s_x, nvec, acc);
+          else gemv_chunk_vec<AMK_DTYPE_F32, R, U, false>(rows, s_x, nvec, acc);
         } else {
           int64_t base[R];
 #pragma unroll
@@ -209,27 +208,6 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
     }
   }
   return AMK_DEVERR_NONE;
-}
-
-/// Whether the weight ring may hold this tile: the vector path reads it (contiguous rows of a
-/// multiple of 16 bytes from a 16-byte aligned base), so a bulk copy of gemv_weight_range() is
-/// exactly what the tile reads.
-AMK_DEVICE bool gemv_ring_eligible(const MatmulArgs& mm) {
-  const int64_t esize = dtype_bits(mm.w.dtype) / 8;
-  return esize > 0 && mm.w.contiguous && (mm.K * esize) % 16 == 0 &&
-         (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) == 0 && mm.n_end > mm.n_begin;
-}
-
-/// The contiguous byte range of the weight rows a GEMV-like tile streams (for L2 prefetch).
-AMK_DEVICE void gemv_weight_range(const MatmulArgs& mm, const void** ptr, uint64_t* bytes) {
-  const int64_t esize = dtype_bits(mm.w.dtype) / 8;
-  if (!mm.w.contiguous || esize == 0) {
-    *ptr = nullptr;
-    *bytes = 0;
-    return;
-  }
-  *ptr = static_cast<const char*>(mm.w.ptr) + mm.n_begin * mm.K * esize;
-  *bytes = static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize);
 }
 
 }  // namespace amk::instructions

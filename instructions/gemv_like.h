@@ -1,28 +1,98 @@
 // instructions/gemv_like.h: the matmul tile of any weight-streaming instruction (GEMV_TILE,
 // GEMM_TILE, FUSED), for the code that plans around weights rather than runs the task: the GPU
-// kernel's L2 prefetch and weight ring, and the executor sizing that ring. Host and device.
+// kernel's L2 prefetch and weight stream, and the executor building that stream's table. Host and
+// device, so the host's plan and the kernel's decode of a task are the same function.
 #pragma once
 #include "instructions/fused.h"
 #include "instructions/gemv_tile.h"
 
 namespace amk::instructions {
 
-/// The tile of a GEMV-like `inst` into `*mm`; false for other opcodes and for operands that do
-/// not decode (the task itself reports those when it runs).
-AMK_HD bool decode_gemv_like(const amk_program_t& p, const amk_instruction_t& inst, MatmulArgs* mm) {
+/// What is applied to x while it is staged.
+enum GemvPrologue : int32_t { kGemvPlain = 0, kGemvRmsNorm = 1, kGemvSiluMul = 2 };
+
+/// Every operand of a GEMV-like task: the tile, the prologue on x and the epilogue's addends.
+struct GemvPlan {
+  MatmulArgs mm;
+  Tensor aux;       ///< norm_w (kGemvRmsNorm) or up (kGemvSiluMul)
+  Tensor bias;      ///< GEMV_TILE / GEMM_TILE bias [n_out]
+  Tensor residual;  ///< FUSED *_ADD residual [rows, n_out]
+  float eps = 0.0f;
+  int32_t prologue = kGemvPlain;
+  bool has_bias = false, has_residual = false;
+};
+
+/// Decode a GEMV-like `inst` into `*plan`: the opcode's own decode error, or BAD_PARAMS for an
+/// opcode that streams no weights.
+AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t& inst, GemvPlan* plan) {
   if (inst.op == AMK_OP_GEMV_TILE || inst.op == AMK_OP_GEMM_TILE) {
     GemvTileArgs a;
-    if (decode_gemv_tile(p, inst, &a) != AMK_DEVERR_NONE) return false;
-    *mm = a.mm;
-    return true;
+    AMK_TRY_DEV(decode_gemv_tile(p, inst, &a));
+    plan->mm = a.mm;
+    plan->bias = a.bias;
+    plan->has_bias = a.has_bias;
+    plan->aux = a.mm.x;
+    plan->prologue = kGemvPlain;
+    plan->has_residual = false;
+    plan->eps = 0.0f;
+    return AMK_DEVERR_NONE;
   }
   if (inst.op == AMK_OP_FUSED) {
     FusedArgs a;
-    if (decode_fused(p, inst, &a) != AMK_DEVERR_NONE) return false;
-    *mm = a.mm;
-    return true;
+    AMK_TRY_DEV(decode_fused(p, inst, &a));
+    plan->mm = a.mm;
+    plan->prologue = a.recipe == kRecipeRmsNormGemv ? kGemvRmsNorm : (a.has_aux ? kGemvSiluMul : kGemvPlain);
+    plan->aux = a.has_aux ? a.aux : a.mm.x;
+    plan->residual = a.residual;
+    plan->has_residual = a.has_residual;
+    plan->has_bias = false;
+    plan->eps = a.eps;
+    return AMK_DEVERR_NONE;
   }
-  return false;
+  return AMK_DEVERR_BAD_PARAMS;
+}
+
+/// The tile of a GEMV-like `inst` into `*mm`; false for other opcodes and for operands that do
+/// not decode (the task itself reports those when it runs).
+AMK_HD bool decode_gemv_like(const amk_program_t& p, const amk_instruction_t& inst, MatmulArgs* mm) {
+  if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) return false;
+  GemvPlan plan;
+  if (decode_gemv_plan(p, inst, &plan) != AMK_DEVERR_NONE) return false;
+  *mm = plan.mm;
+  return true;
+}
+
+/// The contiguous byte range of the weight rows a GEMV-like tile streams ([*ptr, *ptr + *bytes));
+/// bytes = 0 when the rows are not one contiguous range.
+AMK_HD void gemv_weight_range(const MatmulArgs& mm, const void** ptr, uint64_t* bytes) {
+  const int64_t esize = dtype_bits(mm.w.dtype) / 8;
+  if (!mm.w.contiguous || esize == 0 || mm.n_end <= mm.n_begin) {
+    *ptr = nullptr;
+    *bytes = 0;
+    return;
+  }
+  *ptr = static_cast<const char*>(mm.w.ptr) + mm.n_begin * mm.K * esize;
+  *bytes = static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize);
+}
+
+/// Most rows one chunk of the GPU weight stream holds (its per-row partial sums live in shared
+/// memory: persistent_kernel.cu sizes them by this).
+inline constexpr int64_t kStreamChunkMaxRows = 256;
+
+/// Bytes per chunk when the GPU kernel streams this tile through its shared-memory ring of
+/// `slot_bytes` slots, or 0 when the tile does not ride the ring: the ring path reads whole
+/// 16-byte-aligned rows of bf16/f16/f32 (K * esize a multiple of 16, contiguous W), one row of x
+/// (decode, batch 1) staged whole in `x_floats` of shared memory, and at least one row per slot.
+AMK_HD int64_t gemv_stream_chunk_bytes(const MatmulArgs& mm, int64_t slot_bytes, int64_t x_floats) {
+  const int32_t dt = mm.w.dtype;
+  if (dt != AMK_DTYPE_BF16 && dt != AMK_DTYPE_F16 && dt != AMK_DTYPE_F32) return 0;
+  const int64_t row_bytes = mm.K * (dtype_bits(dt) / 8);
+  if (!mm.w.contiguous || row_bytes % 16 != 0 || (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) != 0) return 0;
+  if (mm.n_end <= mm.n_begin || mm.m_end - mm.m_begin != 1 || mm.K > x_floats) return 0;
+  if (row_bytes > slot_bytes) return 0;
+  int64_t rows = slot_bytes / row_bytes;
+  if (rows > kStreamChunkMaxRows) rows = kStreamChunkMaxRows;
+  return rows * row_bytes;
 }
 
 }  // namespace amk::instructions

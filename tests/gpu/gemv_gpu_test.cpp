@@ -4,6 +4,8 @@
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "gpu_harness.h"
 
 using namespace amk;
@@ -31,7 +33,89 @@ ir::Program gemv_program(DType xt, DType wt, DType yt, int64_t K, int64_t n_out,
   return b.p;
 }
 
+/// Streamed and non-streamed tiles interleaved on three workers: bf16 GEMV tiles of 40 rows
+/// (K 2048: many chunks per task at small slot sizes), odd-K tiles the stream must skip, f32
+/// tiles whose rows are longer than small slots, and FUSED RMSNORM_GEMV / SILU_MUL_GEMV_ADD
+/// tiles (the prologue and the residual epilogue on the stream path).
+ir::Program mixed_stream_program() {
+  gputest::ProgramBuilder b;
+  const int64_t K = 2048, n = 240;
+  const int x = b.buffer("x", BufferKind::IoInput, DType::BF16, {K});
+  const int w = b.buffer("W", BufferKind::Weight, DType::BF16, {n, K});
+  const int y = b.buffer("y", BufferKind::IoOutput, DType::F32, {n});
+  const int xo = b.buffer("x_odd", BufferKind::IoInput, DType::F32, {777});
+  const int wo = b.buffer("W_odd", BufferKind::Weight, DType::BF16, {60, 777});
+  const int yo = b.buffer("y_odd", BufferKind::IoOutput, DType::F32, {60});
+  const int xf = b.buffer("x_f32", BufferKind::IoInput, DType::F32, {4096});
+  const int wf = b.buffer("W_f32", BufferKind::Weight, DType::F32, {30, 4096});
+  const int yf = b.buffer("y_f32", BufferKind::IoOutput, DType::F32, {30});
+  const int nw = b.buffer("norm_w", BufferKind::Weight, DType::BF16, {K});
+  const int yr = b.buffer("y_rms", BufferKind::IoOutput, DType::BF16, {n});
+  const int up = b.buffer("up", BufferKind::IoInput, DType::BF16, {K});
+  const int res = b.buffer("res", BufferKind::IoInput, DType::BF16, {n});
+  const int ys = b.buffer("y_silu", BufferKind::IoOutput, DType::BF16, {n});
+  auto tile = [&](Opcode op, std::vector<int> in, int out, int64_t k, int64_t tile_rows, int t, int sm,
+                  const std::string& label) -> ir::Task& {
+    ir::Task& g = b.task(op, std::move(in), {out}, sm, label + std::to_string(t));
+    g.params.set("K", k);
+    g.params.set("N_tile", tile_rows);
+    g.params.set("n_off", tile_rows * t);
+    return g;
+  };
+  for (int t = 0; t < 6; ++t) {
+    const int sm = t % 3;
+    tile(Opcode::GemvTile, {x, w}, y, K, 40, t, sm, "gemv.t");
+    tile(Opcode::GemvTile, {xo, wo}, yo, 777, 10, t, sm, "odd.t");
+    tile(Opcode::GemvTile, {xf, wf}, yf, 4096, 5, t, sm, "f32.t");
+    tile(Opcode::Fused, {x, nw, w}, yr, K, 40, t, sm, "rms.t").params.set("recipe", std::string("RMSNORM_GEMV"));
+    ir::Task& f = tile(Opcode::Fused, {x, up, w, res}, ys, K, 40, t, sm, "silu.t");
+    f.params.set("recipe", std::string("SILU_MUL_GEMV_ADD"));
+  }
+  for (ir::Task& t : b.p.tasks)
+    if (t.op == Opcode::Fused) t.params.set("eps", 1e-5);
+  return b.p;
+}
+
+/// Set an environment variable for the lifetime of the object (the executor reads the ring
+/// knobs when it is created).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n) { setenv(n.c_str(), value.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+
 }  // namespace
+
+TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results", "[gpu][stream]") {
+  gputest::require_gpu();
+  const ir::Program p = mixed_stream_program();
+  struct Shape { const char* slots; const char* kib; };
+  // 8 KiB slots: 2 rows per chunk, 20 chunks per 40-row tile, the f32 rows do not fit; 2 slots:
+  // every chunk waits for the one before; 8 slots of 32 KiB: chunks of several tasks in flight.
+  for (const Shape sh : {Shape{"2", "8"}, Shape{"3", "8"}, Shape{"4", "32"}, Shape{"8", "16"}}) {
+    INFO("ring " << sh.slots << " x " << sh.kib << " KiB");
+    ScopedEnv slots("AMK_RING_SLOTS", sh.slots), kib("AMK_RING_SLOT_KIB", sh.kib);
+    if (gputest::device_sm_major() >= 9) {  // the stream exists on sm_90 builds only
+      auto image = gputest::load(p);
+      auto ex = vm::make_cuda_executor(*image);
+      INFO(ex.status().message());
+      REQUIRE(ex.is_ok());
+      const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+      REQUIRE(rep != nullptr);
+      INFO(rep->summary());
+      CHECK(rep->ring_slots == std::atoi(sh.slots));
+      // 18 streamed tiles (gemv, rms, silu) always; the 6 f32 tiles (16 KiB rows) from 16 KiB slots.
+      CHECK(rep->streamed_tasks == (std::atoi(sh.kib) >= 16 ? 24 : 18));
+    }
+    Status st = gputest::compare_with_cpu(p, {});
+    INFO(st.message());
+    CHECK(st.is_ok());
+  }
+  ScopedEnv off("AMK_RING", "0");
+  Status st = gputest::compare_with_cpu(p, {});
+  INFO("ring off: " << st.message());
+  CHECK(st.is_ok());
+}
 
 TEST_CASE("gpu GEMV_TILE matches the CPU reference across dtypes and K", "[gpu][op:gemv_tile]") {
   gputest::require_gpu();

@@ -50,6 +50,7 @@ class CudaExecutor final : public Executor {
     if (d_trace_ != nullptr) (void)gpu::free_device(d_trace_);
     if (d_arena_ != nullptr) (void)gpu::free_device(d_arena_);
     if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
+    if (d_stream_ != nullptr) (void)gpu::free_device(d_stream_);
     if (h_pinned_ != nullptr) (void)gpu::host_free(h_pinned_);
   }
 
@@ -289,43 +290,78 @@ class CudaExecutor final : public Executor {
     args_.prefetch_depth = depth;
     args_.ring_slots = ring_slots_;
     args_.ring_slot_bytes = ring_slot_bytes_;
+    // 200 ns between polls: with 132 SMs spinning on a few hot counters, back-to-back polls kept
+    // those counters' L2 slices so busy that the tasks on the critical path slowed down
+    // (docs/PERFORMANCE.md, row 12: 8.8 -> 6.3 ms/token; 1000 ns measured the same as 200).
+    args_.poll_sleep_ns = 200;
+    if (const char* env = std::getenv("AMK_POLL_SLEEP_NS"); env != nullptr && std::atoi(env) >= 0)
+      args_.poll_sleep_ns = static_cast<uint32_t>(std::atoi(env));
     return Status::ok();
   }
 
   /// The shared-memory weight ring (persistent_kernel.cu): on when the kernel was built for sm_90+
-  /// and at least two slots fit beside the work area. A slot holds the program's largest eligible
-  /// weight tile when two such slots fit (then every tile rides the ring), else half of what is
-  /// left (larger tiles stream from global memory). AMK_RING=0 turns it off and AMK_RING_SLOTS=n
-  /// caps the slots (measurements: the ring's shared memory is taken from the L1 cache).
+  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles), so their
+  /// size only bounds the longest row that rides the ring: 32 KiB (a 16384-wide bf16 row), or the
+  /// program's longest row when that is larger and fits. As many slots as fit beside the work
+  /// area, up to 4 by default. AMK_RING=0 turns the ring off; AMK_RING_SLOTS=n and
+  /// AMK_RING_SLOT_KIB=k override the shape (measurements, docs/PERFORMANCE.md).
   void choose_ring(const KernelResources& res, size_t work_bytes) {
     ring_slots_ = 0;
     ring_slot_bytes_ = 0;
     if (res.binary_version < 90) return;
     if (const char* env = std::getenv("AMK_RING"); env != nullptr && std::strcmp(env, "0") == 0) return;
     const amk_program_t& prog = image_.view();
-    uint64_t largest = 0;
+    int64_t longest_row = 0;
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
       instructions::MatmulArgs mm;
       if (!instructions::decode_gemv_like(prog, prog.instructions[t], &mm)) continue;
-      const int64_t esize = instructions::dtype_bits(mm.w.dtype) / 8;
-      largest = std::max<uint64_t>(largest, static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize));
+      longest_row = std::max<int64_t>(longest_row, mm.K * (instructions::dtype_bits(mm.w.dtype) / 8));
     }
-    if (largest == 0) return;
+    if (longest_row == 0) return;
     const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) - static_cast<int64_t>(work_bytes);
-    if (room < 2 * 1024) return;
-    int64_t slot = static_cast<int64_t>(align_up(largest, 128));
-    // Two slots by default: on an H200 (Llama-3.2-1B shape, 64 KiB tiles) two measured faster than
-    // three (docs/PERFORMANCE.md): every byte of shared memory the ring takes is one less of L1.
-    int64_t max_slots = 2;
+    int64_t slot = 32 * 1024;
+    if (const char* env = std::getenv("AMK_RING_SLOT_KIB"); env != nullptr && std::atoi(env) >= 1)
+      slot = int64_t{1024} * std::atoi(env);
+    else if (longest_row > slot && 2 * static_cast<int64_t>(align_up(longest_row, 128)) <= room)
+      slot = static_cast<int64_t>(align_up(longest_row, 128));
+    int64_t max_slots = 4;
     if (const char* env = std::getenv("AMK_RING_SLOTS"); env != nullptr && std::atoi(env) >= 2)
       max_slots = std::min<int64_t>(gpuvm::kMaxRingSlots, std::atoi(env));
-    int64_t slots = std::min<int64_t>(max_slots, room / slot);
-    if (slots < 2) {
-      slots = 2;
-      slot = room / 2 / 128 * 128;
-    }
+    const int64_t slots = std::min<int64_t>(max_slots, room / slot);
+    if (slots < 2) return;  // one slot cannot overlap a copy with its use
     ring_slots_ = static_cast<int32_t>(slots);
     ring_slot_bytes_ = static_cast<int32_t>(slot);
+  }
+
+  /// The weight stream's table (persistent_kernel.cu): per queue slot, the bytes its task takes
+  /// from the ring, decided by gemv_stream_chunk_bytes() on the tables the device will read (device
+  /// buffer pointers), so the kernel's own decode of the task finds the same range.
+  Status upload_stream_table(const std::vector<amk_buffer_t>& device_buffers) {
+    args_.stream = nullptr;
+    report_.streamed_tasks = 0;
+    if (ring_slots_ == 0) return Status::ok();
+    amk_program_t view = image_.view();
+    view.buffers = const_cast<amk_buffer_t*>(device_buffers.data());
+    const size_t n = static_cast<size_t>(view.sm_queue_offsets[view.n_sms]);
+    std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
+    const int64_t x_floats = static_cast<int64_t>(args_.work_floats) & ~int64_t{7};
+    for (size_t q = 0; q < n; ++q) {
+      instructions::GemvPlan plan;
+      const amk_instruction_t& inst = view.instructions[view.sm_queue[q]];
+      if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) continue;
+      if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) continue;
+      const int64_t chunk = instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
+      const void* src = nullptr;
+      uint64_t bytes = 0;
+      instructions::gemv_weight_range(plan.mm, &src, &bytes);
+      if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) continue;
+      table[q] = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
+      ++report_.streamed_tasks;
+    }
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_stream_), std::max<size_t>(n, 1) * sizeof(table[0])));
+    if (n > 0) AMK_GPU_TRY(gpu::memcpy_h2d(d_stream_, table.data(), n * sizeof(table[0])));
+    args_.stream = d_stream_;
+    return Status::ok();
   }
 
   /// Device copies of every buffer; overlapping host ranges share one device range.
@@ -436,7 +472,7 @@ class CudaExecutor final : public Executor {
     dp.step = reinterpret_cast<amk_step_t*>(d_stage_ + offsetof(StageHeader, step));
     dp.error = d_error_;
     args_.progress = reinterpret_cast<int32_t*>(d_stage_ + sizeof(StageHeader));
-    return Status::ok();
+    return upload_stream_table(dbufs);
   }
 
   StageHeader* stage_header() { return reinterpret_cast<StageHeader*>(h_stage_); }
@@ -541,6 +577,7 @@ class CudaExecutor final : public Executor {
   TaskTiming* d_trace_ = nullptr;
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
+  gpuvm::WeightStreamEntry* d_stream_ = nullptr;
   uint32_t epoch_ = 0;
   uint32_t max_producers_ = 0;
 };
@@ -555,7 +592,7 @@ std::string GpuKernelReport::summary() const {
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, prefetch depth " << prefetch_depth << ", weight ring " << ring_slots << " x "
-    << ring_slot_bytes << " B";
+    << ring_slot_bytes << " B streaming " << streamed_tasks << " task(s)";
   return o.str();
 }
 

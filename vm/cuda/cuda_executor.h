@@ -30,6 +30,7 @@ struct GpuKernelReport {
   int regs_per_thread = 0, local_bytes_per_thread = 0, static_smem_bytes = 0, dyn_smem_bytes = 0;
   int prefetch_depth = 0;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
+  int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
   /// One line for logs.
   std::string summary() const;
 };

@@ -1,23 +1,27 @@
 // vm/cuda/persistent_kernel.cu: the persistent megakernel. Block b is worker b: it walks
 // sm_queue[sm_queue_offsets[b] .. sm_queue_offsets[b + 1]) in order. Per task: copy the
-// instruction to shared memory; thread 0 tops up the weight ring (below) and waits until every
-// counter reaches (epoch - 1) * producers[c] + threshold (acquire loads, nanosleep backoff, polling
-// the device error slot and the host-mapped abort flag); the block runs the micro-kernel; after a
-// barrier thread 0 releases +1 on out_counter and records progress. The first error wins the slot
-// (atomicCAS) and the block leaves; the others see the slot in their waits and leave too. Never
-// __trap: it would kill the context and the executor could not report or continue.
+// instruction to shared memory; thread 0 tops up the weight stream (below) and waits until every
+// counter reaches (epoch - 1) * producers[c] + threshold (relaxed polls, one acquire fence, rare
+// checks of the device error slot and the host-mapped abort flag); the block runs the task; after
+// a barrier thread 0 releases +1 on out_counter and records progress. The first error wins the
+// slot (atomicCAS) and the block leaves; the others see the slot in their waits and leave too.
+// Never __trap: it would kill the context and the executor could not report or continue.
 //
-// The weight ring (sm_90, args.ring_slots > 0): weights never depend on activations, so the
-// weight tile of an upcoming GEMV-like task can be copied into shared memory before its counters
-// are met. Thread 0 keeps up to ring_slots tiles in flight, in queue order, with one bulk copy
-// (TMA) per tile completing on that slot's mbarrier; the task that owns a slot waits on the
-// barrier's parity and reads its weights from shared memory. So the HBM stream of an SM continues
-// through counter waits, stage boundaries and the per-task overhead, instead of starting only once
-// a task may run. Tiles that are not eligible (gemv_ring_eligible) or larger than a slot stream
-// from global memory, with an optional L2 prefetch (args.prefetch_depth) as before.
+// The weight stream (sm_90, args.ring_slots > 0): weights never depend on activations, so an SM
+// can read its queue's weights long before the tasks that use them may run. The host lists, per
+// queue slot, the weight bytes that task streams (args.stream, WeightStreamEntry); thread 0 walks
+// that list as one continuous byte stream cut into chunks of whole rows, and keeps every ring
+// slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier. Tasks
+// consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk), and each freed
+// slot is refilled at once, with the next chunk of this task or of a later one. So an SM's HBM
+// stream does not stop at task boundaries, counter waits or stage barriers, and a task's size no
+// longer decides how many bytes are in flight. Tasks whose weights do not fit the stream (odd
+// layouts, batch > 1, rows longer than a slot) load them from global memory as before, with an
+// optional L2 prefetch (args.prefetch_depth) when the ring is off.
 #include "vm/cuda/persistent_kernel.h"
 
 #include "instructions/device_dispatch.cuh"
+#include "instructions/gemv_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
 #include "targets/cuda/bulk_prefetch.cuh"
 
@@ -33,10 +37,10 @@ struct SharedState {
   amk_instruction_t inst;
   float red[2 * gpu::kMaxWarps];
   int32_t stop;
-  int32_t slot;  ///< ring slot holding the current task's weights, -1 = read them from global
-  uint32_t slot_parity;  ///< parity of the phase to wait for on that slot
+  WeightStreamEntry entry;  ///< the current task's share of the weight stream (bytes 0: none)
 #if AMK_HAVE_BULK_COPY
   uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot (8-byte aligned)
+  float part[2][instructions::kStreamPartials];  ///< gemv_stream_chunk's partial sums, two buffers
 #endif  // AMK_HAVE_BULK_COPY
 };
 
@@ -47,7 +51,8 @@ struct SharedState {
 /// reading the error slot and the host-mapped abort flag (a PCIe round trip) on every spin put
 /// microseconds between a producer's release and its consumer noticing. Those two are checked
 /// every kPollCheckEvery spins; only a long wait starts to sleep between polls.
-__device__ int32_t wait_counters(const amk_program_t& p, const amk_instruction_t& inst, uint32_t epoch) {
+__device__ int32_t wait_counters(const amk_program_t& p, const amk_instruction_t& inst, uint32_t epoch,
+                                 uint32_t poll_sleep_ns) {
   constexpr uint32_t kPollCheckEvery = 256;  // spins between error-slot / abort-flag checks
   constexpr uint32_t kSpinsBeforeSleep = 4096;
   constexpr uint32_t kSleepNs = 128;
@@ -61,7 +66,8 @@ __device__ int32_t wait_counters(const amk_program_t& p, const amk_instruction_t
         if (gpu::load_volatile(&p.error->code) != 0) return -1;  // another block failed
         if (gpu::load_volatile(p.abort_flag) != 0) return -1;    // the host watchdog fired
       }
-      if (spins > kSpinsBeforeSleep) gpu::spin_pause(kSleepNs);
+      if (poll_sleep_ns > 0) gpu::spin_pause(poll_sleep_ns);
+      else if (spins > kSpinsBeforeSleep) gpu::spin_pause(kSleepNs);
     }
   }
   gpu::fence_acquire_gpu();
@@ -78,33 +84,94 @@ __device__ void prefetch_weights(const amk_program_t& p, int32_t* next, int32_t 
   }
 }
 
-/// Thread 0's view of the weight ring: tiles are issued and consumed in queue order, slot
-/// `n % slots` for the n-th eligible task. A task's tile is issued before the task is reached
-/// (at most `slots` ahead), so when task qi runs, its tile is the oldest one in flight.
-struct Ring {
-  int32_t slots = 0;
-  int32_t slot_bytes = 0;
-  int32_t issued = 0, consumed = 0;  ///< tiles issued / tiles whose task finished
-  int32_t next = 0;                  ///< next queue index to consider
-  int32_t owner[kMaxRingSlots];      ///< queue index whose tile is in each slot
+#if AMK_HAVE_BULK_COPY
+/// The weight stream's producer, thread 0 only. Chunks are numbered in stream order; chunk n
+/// goes to slot n % slots and completes phase n / slots of that slot's mbarrier.
+struct StreamProducer {
+  const WeightStreamEntry* table;
+  char* ring;
+  uint64_t* bars;
+  int32_t slots, slot_bytes;
+  int32_t end;             ///< one past this worker's last queue slot
+  int32_t q;               ///< queue slot whose chunks are being issued
+  WeightStreamEntry cur;   ///< table[q]
+  WeightStreamEntry next;  ///< table[q + 1], loaded one entry early (its latency hides behind q's chunks)
+  uint32_t offset;         ///< bytes of cur already issued
+  int32_t issued;          ///< chunks issued so far
+
+  __device__ void start(const WeightStreamEntry* t, char* r, uint64_t* b, int32_t s, int32_t sb, int32_t begin,
+                        int32_t e) {
+    table = t;
+    ring = r;
+    bars = b;
+    slots = s;
+    slot_bytes = sb;
+    end = e;
+    q = begin;
+    offset = 0;
+    issued = 0;
+    cur = q < end ? table[q] : WeightStreamEntry{nullptr, 0, 0};
+    next = q + 1 < end ? table[q + 1] : WeightStreamEntry{nullptr, 0, 0};
+  }
+
+  /// Issue chunks until `slots` are in flight beyond `consumed` or the queue's weights are all
+  /// issued. An entry with chunk_bytes 0 is skipped (its task then refuses it: no hang).
+  __device__ void top_up(int32_t consumed) {
+    while (issued - consumed < slots) {
+      while (q < end && (offset >= cur.bytes || cur.chunk_bytes == 0)) {
+        ++q;
+        offset = 0;
+        cur = next;
+        next = q + 1 < end ? table[q + 1] : WeightStreamEntry{nullptr, 0, 0};
+      }
+      if (q >= end) return;
+      const uint32_t left = cur.bytes - offset;
+      const uint32_t n = left < cur.chunk_bytes ? left : cur.chunk_bytes;
+      const int32_t slot = issued % slots;
+      gpu::bulk_copy_to_shared(ring + static_cast<int64_t>(slot) * slot_bytes,
+                               static_cast<const char*>(cur.src) + offset, n, &bars[slot]);
+      offset += n;
+      ++issued;
+    }
+  }
+
+  /// Wait until every chunk issued beyond `consumed` has landed: no bulk copy may still be
+  /// writing into this block's shared memory when the block leaves.
+  __device__ void drain(int32_t consumed) {
+    for (int32_t n = consumed; n < issued; ++n) gpu::mbarrier_wait_parity(&bars[n % slots], (n / slots) & 1);
+  }
 };
 
-#if AMK_HAVE_BULK_COPY
-/// Thread 0: issue tiles for queue entries [ring.next, limit) while a slot is free.
-__device__ void ring_top_up(const amk_program_t& p, Ring& ring, char* ring_base, uint64_t* bars, int32_t limit) {
-  while (ring.issued - ring.consumed < ring.slots && ring.next < limit) {
-    const void* src;
-    uint64_t bytes;
-    instructions::device_ring_tile(p, p.instructions[p.sm_queue[ring.next]], &src, &bytes);
-    if (bytes > 0 && bytes <= static_cast<uint64_t>(ring.slot_bytes)) {
-      const int32_t slot = ring.issued % ring.slots;
-      gpu::bulk_copy_to_shared(ring_base + static_cast<int64_t>(slot) * ring.slot_bytes, src,
-                               static_cast<uint32_t>(bytes), &bars[slot]);
-      ring.owner[slot] = ring.next;
-      ++ring.issued;
-    }
-    ++ring.next;
+/// Run a streamed GEMV-like task: stage x, then consume its chunks in order, refilling each freed
+/// slot. `consumed` is the block's count of consumed chunks (every thread keeps the same value).
+__device__ int32_t run_streamed(const amk_program_t& p, const amk_instruction_t& inst, const WeightStreamEntry& e,
+                                const DeviceCtx& ctx, char* ring, uint64_t* bars, int32_t slots, int32_t slot_bytes,
+                                float (*part)[instructions::kStreamPartials], StreamProducer& producer,
+                                int32_t* consumed) {
+  const instructions::GemvPlan* plan = nullptr;
+  AMK_TRY_DEV(instructions::gemv_stream_begin(p, inst, ctx, &plan));
+  // The table was built from the same decode on the host; refuse a task whose plan disagrees
+  // with it rather than read bytes that are not its weights.
+  const void* src = nullptr;
+  uint64_t bytes = 0;
+  instructions::gemv_weight_range(plan->mm, &src, &bytes);
+  const int64_t row_bytes = plan->mm.K * (instructions::dtype_bits(plan->mm.w.dtype) / 8);
+  if (src != e.src || bytes != e.bytes || row_bytes <= 0 || e.chunk_bytes % row_bytes != 0 ||
+      e.chunk_bytes > static_cast<uint32_t>(slot_bytes))
+    return AMK_DEVERR_BAD_PARAMS;
+  const int64_t rows_per_chunk = e.chunk_bytes / row_bytes;
+  if (rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
+  for (int64_t n0 = plan->mm.n_begin; n0 < plan->mm.n_end; n0 += rows_per_chunk) {
+    const int64_t left = plan->mm.n_end - n0;
+    const int32_t rows = static_cast<int32_t>(left < rows_per_chunk ? left : rows_per_chunk);
+    const int32_t c = *consumed;
+    const int32_t slot = c % slots;
+    gpu::mbarrier_wait_parity(&bars[slot], (c / slots) & 1);  // every thread sees the bytes land
+    instructions::gemv_stream_chunk(*plan, ring + static_cast<int64_t>(slot) * slot_bytes, n0, rows, part[c & 1], ctx);
+    *consumed = c + 1;  // gemv_stream_chunk's barrier: the slot is free
+    if (threadIdx.x == 0) producer.top_up(*consumed);
   }
+  return AMK_DEVERR_NONE;
 }
 #endif  // AMK_HAVE_BULK_COPY
 
@@ -114,27 +181,29 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   extern __shared__ float4 s_dyn[];
   __shared__ SharedState s;
   const int worker = static_cast<int>(blockIdx.x);
-  Ring ring;  // meaningful in thread 0 only
+  const int32_t begin = args.prog.sm_queue_offsets[worker];
+  const int32_t end = args.prog.sm_queue_offsets[worker + 1];
 #if AMK_HAVE_BULK_COPY
-  ring.slots = args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots;
-  ring.slot_bytes = args.ring_slot_bytes;
+  const bool streaming = args.ring_slots > 0 && args.stream != nullptr;
+  const int32_t slots = args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots;
+  char* const ring = reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4;
+  StreamProducer producer;  // meaningful in thread 0 only
+  int32_t consumed = 0;     // chunks consumed by this block; the same in every thread
 #endif  // AMK_HAVE_BULK_COPY
   if (threadIdx.x == 0) {
     s.prog = args.prog;
     s.stop = 0;
 #if AMK_HAVE_BULK_COPY
-    for (int i = 0; i < ring.slots; ++i) gpu::mbarrier_init(&s.ring_bar[i]);
+    if (streaming) {
+      for (int i = 0; i < slots; ++i) gpu::mbarrier_init(&s.ring_bar[i]);
+      producer.start(args.stream, ring, s.ring_bar, slots, args.ring_slot_bytes, begin, end);
+    }
 #endif  // AMK_HAVE_BULK_COPY
   }
   __syncthreads();
   const amk_program_t& p = s.prog;
-  [[maybe_unused]] char* const ring_base = reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4;
   DeviceCtx ctx{reinterpret_cast<float*>(s_dyn), args.work_floats, s.red};
-  const int32_t begin = p.sm_queue_offsets[worker];
-  const int32_t end = p.sm_queue_offsets[worker + 1];
   const uint32_t epoch = p.step->epoch;
-  ring.next = begin;
-  [[maybe_unused]] uint32_t parity_bits = 0;  // thread 0: bit i = parity of slot i's next phase
   int32_t prefetched = begin;
   for (int32_t qi = begin; qi < end; ++qi) {
     const int32_t task = p.sm_queue[qi];
@@ -145,39 +214,35 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       for (int i = static_cast<int>(threadIdx.x); i < kWords; i += static_cast<int>(blockDim.x)) dst[i] = src[i];
     }
     __syncthreads();
-    if (args.prefetch_depth > 0 && args.ring_slots == 0) {  // the ring is the lookahead when on
+    if (args.prefetch_depth > 0 && args.ring_slots == 0) {  // the stream is the lookahead when on
       const int32_t limit = qi + args.prefetch_depth < end ? qi + args.prefetch_depth : end;
       prefetch_weights(p, &prefetched, limit);
     }
     TaskTiming* rec = args.trace != nullptr ? &args.trace[qi] : nullptr;  // tracing off: one branch
     if (threadIdx.x == 0) {
       if (rec != nullptr) rec->t_wait_begin = gpu::global_timer_ns();
-      s.slot = -1;
+      WeightStreamEntry entry{nullptr, 0, 0};
 #if AMK_HAVE_BULK_COPY
-      if (ring.slots > 0) {
-        // Look ahead as far as the ring allows: the next `slots` eligible tiles, skipping others.
-        ring_top_up(p, ring, ring_base, s.ring_bar, end);
-        const int32_t head = ring.consumed % ring.slots;
-        if (ring.consumed < ring.issued && ring.owner[head] == qi) {
-          s.slot = head;
-          s.slot_parity = (parity_bits >> head) & 1u;
-        }
+      if (streaming) {
+        entry = args.stream[qi];      // issued before the wait, used after it
+        producer.top_up(consumed);    // the stream runs ahead through the wait below
       }
 #endif  // AMK_HAVE_BULK_COPY
-      s.stop = wait_counters(p, s.inst, epoch);
+      s.stop = wait_counters(p, s.inst, epoch, args.poll_sleep_ns);
+      s.entry = entry;
       if (rec != nullptr) rec->t_run_begin = gpu::global_timer_ns();
     }
     __syncthreads();
     int32_t rc = s.stop;
-    const int32_t slot = s.slot;
+    if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
-    if (slot >= 0) {  // every thread observes the copy's completion itself (visibility of the bytes)
-      gpu::mbarrier_wait_parity(&s.ring_bar[slot], s.slot_parity);
-      ctx.w_tile = ring_base + static_cast<int64_t>(slot) * args.ring_slot_bytes;
-    }
+      if (s.entry.bytes > 0)
+        rc = run_streamed(p, s.inst, s.entry, ctx, ring, s.ring_bar, slots, args.ring_slot_bytes, s.part, producer,
+                          &consumed);
+      else
 #endif  // AMK_HAVE_BULK_COPY
-    if (rc == 0) rc = instructions::device_execute(p, s.inst, ctx);
-    ctx.w_tile = nullptr;
+        rc = instructions::device_execute(p, s.inst, ctx);
+    }
     const int32_t out_counter = s.inst.out_counter;
     if (rc != 0) {  // block-uniform
       if (threadIdx.x == 0 && rc > 0 && gpu::atomic_cas(&p.error->code, 0, rc) == 0) {
@@ -186,13 +251,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         __threadfence();
       }
 #if AMK_HAVE_BULK_COPY
-      // Leave no bulk copy in flight into this block's shared memory.
-      if (threadIdx.x == 0)
-        for (int32_t n = ring.consumed + (slot >= 0 ? 1 : 0); n < ring.issued; ++n) {
-          const int32_t sl = n % ring.slots;
-          gpu::mbarrier_wait_parity(&s.ring_bar[sl], (parity_bits >> sl) & 1u);
-          parity_bits ^= 1u << sl;
-        }
+      if (threadIdx.x == 0 && streaming) producer.drain(consumed);
 #endif  // AMK_HAVE_BULK_COPY
       return;
     }
@@ -205,10 +264,6 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       }
       if (out_counter >= 0 && out_counter < p.n_counters) gpu::atomic_add_release_gpu(&p.counters[out_counter], 1u);
       gpu::store_release_gpu(&args.progress[worker], qi - begin + 1);
-      if (slot >= 0) {  // the slot's reads are done (barrier above): it may take the next tile
-        parity_bits ^= 1u << slot;
-        ++ring.consumed;
-      }
     }
   }
 }

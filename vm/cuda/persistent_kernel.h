@@ -15,6 +15,15 @@
 namespace amk::vm::gpuvm {
 inline namespace AMK_GPU_VENDOR_NS {  // CUDA and HIP builds link side by side (targets/gpu_vendor.h)
 
+/// One queue slot's share of the weight stream: `bytes` from `src`, in chunks of `chunk_bytes`
+/// (whole weight rows, at most one ring slot); bytes = 0 when the task reads no weights from the
+/// ring. 16 bytes, so thread 0 reads an entry with one load.
+struct WeightStreamEntry {
+  const void* src;
+  uint32_t bytes;
+  uint32_t chunk_bytes;
+};
+
 /// Threads per worker block (16 warps on CUDA, 8 wavefronts on CDNA).
 inline constexpr int kBlockThreads = 512;
 
@@ -27,10 +36,16 @@ struct KernelArgs {
   TaskTiming* trace;        ///< [queue length] per queue slot, or nullptr: tracing off (one branch)
   int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
   int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128
+  /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
+  /// (ring off). Built by the host with instructions::gemv_stream_chunk_bytes().
+  const WeightStreamEntry* stream;
+  /// Pause between two polls of a counter (0: spin, pausing only in long waits). Fewer polls
+  /// leave the L2 slice that holds a hot counter to the producers' atomics and other traffic.
+  uint32_t poll_sleep_ns;
 };
 
 /// Most weight-ring slots a block keeps (each has an mbarrier in static shared memory).
-inline constexpr int kMaxRingSlots = 4;
+inline constexpr int kMaxRingSlots = 8;
 
 /// Compiled resources of the kernel and how many blocks fit per SM with `dyn_smem` bytes.
 struct KernelResources {
