@@ -1,9 +1,9 @@
 // instructions/gemv_stream.cuh: a GEMV-like task whose weights arrive through the persistent
 // kernel's shared-memory weight stream (vm/cuda/persistent_kernel.cu) instead of being loaded by
 // the task. The kernel owns the stream (which bytes land in which slot, and when); this file owns
-// the arithmetic, in two steps: gemv_stream_begin() decodes the task once per block and stages
-// prologue(x) in shared memory; gemv_stream_chunk() then consumes one chunk of whole weight rows
-// from a ring slot and writes those rows' outputs. Per-row sums are deterministic (fixed warp
+// the arithmetic, in two steps: gemv_stream_begin() stages prologue(x) in shared memory (from a
+// plan the host decoded: no per-task decode on the device); gemv_stream_chunk() then consumes one
+// chunk of whole weight rows from a ring slot and writes those rows' outputs. Per-row sums are deterministic (fixed warp
 // assignment and summation order; no atomics), and the arithmetic is gemv_tile_block's: the same
 // staged fp32 x, the same 16-byte dot, one cast per output.
 #pragma once
@@ -17,23 +17,42 @@ namespace amk::instructions {
 inline constexpr int kStreamPartials = kStreamChunkMaxRows > gpu::kMaxWarps ? static_cast<int>(kStreamChunkMaxRows)
                                                                              : gpu::kMaxWarps;
 
-/// Decode `inst` (once per block, into shared memory) and stage prologue(x) of its one row in
-/// ctx.s_work. `*out` points at the block-shared plan. Whole block.
-AMK_DEVICE int32_t gemv_stream_begin(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx,
-                                     const GemvPlan** out) {
-  GemvPlan* const s_plan = shared_args<GemvPlan>();
-  AMK_TRY_DEV(decode_once(s_plan, [&](GemvPlan* o) { return decode_gemv_plan(p, inst, o); }));
-  const GemvPlan& a = *s_plan;
-  // The host admitted this task to the stream (gemv_stream_chunk_bytes); a plan that disagrees
-  // with its table entry is caught by the kernel, these are the limits of this code itself.
-  const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
-  if (a.mm.m_end - a.mm.m_begin != 1 || a.mm.K > cap) return AMK_DEVERR_BAD_PARAMS;
-  const int64_t r = a.mm.m_begin;
-  const float scale = a.prologue == kGemvRmsNorm ? gemv_rms_scale(a.mm, r, a.eps, ctx) : 1.0f;
-  gemv_stage_x(a.mm, a.prologue, a.aux, scale, r, 0, a.mm.K, ctx.s_work);
-  __syncthreads();
-  *out = s_plan;
-  return AMK_DEVERR_NONE;
+/// Stage prologue(x) of the plan's one row in ctx.s_work in a single pass over x, and return the
+/// factor gemv_stream_chunk applies to each row's sum: for RMSNORM the staged values are x * norm_w
+/// and the factor is 1 / rms(x), summed in the same pass (sum_k W[n,k] x[k] nw[k] / rms ==
+/// the reference's sum_k W[n,k] (x[k] / rms) nw[k] up to fp32 rounding); 1 otherwise. `plan`
+/// was decoded by the host (gemv_stream_chunk_bytes admitted it). Whole block; ends with a barrier.
+AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
+  const int64_t K = a.mm.K, r = a.mm.m_begin;
+  float* const s_x = ctx.s_work;
+  __syncthreads();  // the previous task's last reads of s_work are done
+  if (a.prologue != kGemvRmsNorm) {
+    gemv_stage_x(a.mm, a.prologue, a.aux, 1.0f, r, 0, K, s_x);
+    __syncthreads();
+    return 1.0f;
+  }
+  float ss = 0.0f;
+  if (vec8_ok(a.mm.x, r * K, K) && vec8_ok(a.aux, 0, K)) {
+    for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
+      float v[8], w[8];
+      load8(a.mm.x, r * K + k, v);
+      load8(a.aux, k, w);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        ss = fmaf(v[j], v[j], ss);
+        v[j] *= w[j];
+      }
+      reinterpret_cast<float4*>(s_x + k)[0] = make_float4(v[0], v[1], v[2], v[3]);
+      reinterpret_cast<float4*>(s_x + k)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+  } else {
+    for (int64_t k = block_tid(); k < K; k += block_threads()) {
+      const float v = a.mm.x.load(r * K + k);
+      ss = fmaf(v, v, ss);
+      s_x[k] = v * a.aux.load(k);
+    }
+  }
+  return rms_inv(gpu::block_sum(ss, ctx.s_red), K, a.eps);  // block_sum's barriers publish s_x
 }
 
 /// The per-(row, segment) partial sums of one chunk into s_part (see gemv_stream_chunk).
@@ -66,8 +85,8 @@ AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows,
 /// `s_part` and, after the block barrier that also frees the slot, the row's owner thread adds
 /// them in order and writes y (+ bias, + residual). Whole block; `s_part` alternates between two
 /// buffers from chunk to chunk, so the next chunk's writes never race this chunk's reads.
-AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const char* w, int64_t n0, int32_t rows, float* s_part,
-                                  const DeviceCtx& ctx) {
+AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const char* w, int64_t n0, int32_t rows, float scale,
+                                  float* s_part, const DeviceCtx& ctx) {
   const int32_t wdt = a.mm.w.dtype;
   if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(a, w, rows, s_part, ctx.s_work);
   else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(a, w, rows, s_part, ctx.s_work);
@@ -79,6 +98,7 @@ AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const char* w, int64_t n0, 
   for (int t = static_cast<int>(threadIdx.x); t < rows; t += static_cast<int>(blockDim.x)) {
     float v = 0.0f;
     for (int s = 0; s < nseg; ++s) v += s_part[t * nseg + s];
+    v *= scale;
     const int64_t n = n0 + t;
     const int64_t idx = r * a.mm.n_out + n;
     if (a.has_bias) v = v + a.bias.load(n);

@@ -334,16 +334,20 @@ class CudaExecutor final : public Executor {
   }
 
   /// The weight stream's table (persistent_kernel.cu): per queue slot, the bytes its task takes
-  /// from the ring, decided by gemv_stream_chunk_bytes() on the tables the device will read (device
-  /// buffer pointers), so the kernel's own decode of the task finds the same range.
+  /// from the ring, decided by gemv_stream_chunk_bytes(), and the task's GemvPlan, both decoded
+  /// here on the tables the device will read (device buffer pointers), so a streamed task runs
+  /// without decoding anything on the device. A task whose decode fails is not streamed: it
+  /// takes the device decode path, which reports the error by name.
   Status upload_stream_table(const std::vector<amk_buffer_t>& device_buffers) {
     args_.stream = nullptr;
+    args_.plans = nullptr;
     report_.streamed_tasks = 0;
     if (ring_slots_ == 0) return Status::ok();
     amk_program_t view = image_.view();
     view.buffers = const_cast<amk_buffer_t*>(device_buffers.data());
     const size_t n = static_cast<size_t>(view.sm_queue_offsets[view.n_sms]);
     std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
+    std::vector<instructions::GemvPlan> plans(n);
     const int64_t x_floats = static_cast<int64_t>(args_.work_floats) & ~int64_t{7};
     for (size_t q = 0; q < n; ++q) {
       instructions::GemvPlan plan;
@@ -356,11 +360,19 @@ class CudaExecutor final : public Executor {
       instructions::gemv_weight_range(plan.mm, &src, &bytes);
       if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) continue;
       table[q] = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
+      plans[q] = plan;
       ++report_.streamed_tasks;
     }
-    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_stream_), std::max<size_t>(n, 1) * sizeof(table[0])));
-    if (n > 0) AMK_GPU_TRY(gpu::memcpy_h2d(d_stream_, table.data(), n * sizeof(table[0])));
+    // One allocation: [entries | plans] (plans 16-byte aligned: the kernel copies them word by word).
+    const size_t n1 = std::max<size_t>(n, 1);
+    const size_t plans_at = align_up(n1 * sizeof(table[0]), kAlign);
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_stream_), plans_at + n1 * sizeof(plans[0])));
+    if (n > 0) {
+      AMK_GPU_TRY(gpu::memcpy_h2d(d_stream_, table.data(), n * sizeof(table[0])));
+      AMK_GPU_TRY(gpu::memcpy_h2d(reinterpret_cast<char*>(d_stream_) + plans_at, plans.data(), n * sizeof(plans[0])));
+    }
     args_.stream = d_stream_;
+    args_.plans = reinterpret_cast<const instructions::GemvPlan*>(reinterpret_cast<char*>(d_stream_) + plans_at);
     return Status::ok();
   }
 

@@ -12,7 +12,8 @@
 // queue slot, the weight bytes that task streams (args.stream, WeightStreamEntry); thread 0 walks
 // that list as one continuous byte stream cut into chunks of whole rows, and keeps every ring
 // slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier. Tasks
-// consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk), and each freed
+// consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk, from a GemvPlan the
+// host decoded: args.plans, copied with the instruction, so no per-task decode), and each freed
 // slot is refilled at once, with the next chunk of this task or of a later one. So an SM's HBM
 // stream does not stop at task boundaries, counter waits or stage barriers, and a task's size no
 // longer decides how many bytes are in flight. Tasks whose weights do not fit the stream (odd
@@ -41,6 +42,9 @@ struct SharedState {
 #if AMK_HAVE_BULK_COPY
   uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot (8-byte aligned)
   float part[2][instructions::kStreamPartials];  ///< gemv_stream_chunk's partial sums, two buffers
+  /// The current task's host-decoded GemvPlan when it is streamed (raw bytes: __shared__ objects
+  /// may not have default member initializers).
+  alignas(16) unsigned char plan[sizeof(instructions::GemvPlan)];
 #endif  // AMK_HAVE_BULK_COPY
 };
 
@@ -142,32 +146,30 @@ struct StreamProducer {
   }
 };
 
-/// Run a streamed GEMV-like task: stage x, then consume its chunks in order, refilling each freed
-/// slot. `consumed` is the block's count of consumed chunks (every thread keeps the same value).
-__device__ int32_t run_streamed(const amk_program_t& p, const amk_instruction_t& inst, const WeightStreamEntry& e,
-                                const DeviceCtx& ctx, char* ring, uint64_t* bars, int32_t slots, int32_t slot_bytes,
+/// Run a streamed GEMV-like task from its host-decoded `plan`: stage x, then consume its chunks
+/// in order, refilling each freed slot. `consumed` is the block's count of consumed chunks (every
+/// thread keeps the same value).
+__device__ int32_t run_streamed(const instructions::GemvPlan& plan, const WeightStreamEntry& e, const DeviceCtx& ctx,
+                                char* ring, uint64_t* bars, int32_t slots, int32_t slot_bytes,
                                 float (*part)[instructions::kStreamPartials], StreamProducer& producer,
                                 int32_t* consumed) {
-  const instructions::GemvPlan* plan = nullptr;
-  AMK_TRY_DEV(instructions::gemv_stream_begin(p, inst, ctx, &plan));
-  // The table was built from the same decode on the host; refuse a task whose plan disagrees
-  // with it rather than read bytes that are not its weights.
-  const void* src = nullptr;
-  uint64_t bytes = 0;
-  instructions::gemv_weight_range(plan->mm, &src, &bytes);
-  const int64_t row_bytes = plan->mm.K * (instructions::dtype_bits(plan->mm.w.dtype) / 8);
-  if (src != e.src || bytes != e.bytes || row_bytes <= 0 || e.chunk_bytes % row_bytes != 0 ||
-      e.chunk_bytes > static_cast<uint32_t>(slot_bytes))
+  const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
+  const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
+  // The host admitted the task (gemv_stream_chunk_bytes); these are this code's own limits.
+  if (row_bytes <= 0 || e.chunk_bytes % row_bytes != 0 || e.chunk_bytes > static_cast<uint32_t>(slot_bytes) ||
+      plan.mm.m_end - plan.mm.m_begin != 1 || plan.mm.K > cap)
     return AMK_DEVERR_BAD_PARAMS;
   const int64_t rows_per_chunk = e.chunk_bytes / row_bytes;
   if (rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
-  for (int64_t n0 = plan->mm.n_begin; n0 < plan->mm.n_end; n0 += rows_per_chunk) {
-    const int64_t left = plan->mm.n_end - n0;
+  const float scale = instructions::gemv_stream_begin(plan, ctx);
+  for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
+    const int64_t left = plan.mm.n_end - n0;
     const int32_t rows = static_cast<int32_t>(left < rows_per_chunk ? left : rows_per_chunk);
     const int32_t c = *consumed;
     const int32_t slot = c % slots;
     gpu::mbarrier_wait_parity(&bars[slot], (c / slots) & 1);  // every thread sees the bytes land
-    instructions::gemv_stream_chunk(*plan, ring + static_cast<int64_t>(slot) * slot_bytes, n0, rows, part[c & 1], ctx);
+    instructions::gemv_stream_chunk(plan, ring + static_cast<int64_t>(slot) * slot_bytes, n0, rows, scale, part[c & 1],
+                                    ctx);
     *consumed = c + 1;  // gemv_stream_chunk's barrier: the slot is free
     if (threadIdx.x == 0) producer.top_up(*consumed);
   }
@@ -184,7 +186,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   const int32_t begin = args.prog.sm_queue_offsets[worker];
   const int32_t end = args.prog.sm_queue_offsets[worker + 1];
 #if AMK_HAVE_BULK_COPY
-  const bool streaming = args.ring_slots > 0 && args.stream != nullptr;
+  const bool streaming = args.ring_slots > 0 && args.stream != nullptr && args.plans != nullptr;
   const int32_t slots = args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots;
   char* const ring = reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4;
   StreamProducer producer;  // meaningful in thread 0 only
@@ -212,6 +214,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       auto* dst = reinterpret_cast<int32_t*>(&s.inst);
       constexpr int kWords = static_cast<int>(sizeof(amk_instruction_t) / 4);
       for (int i = static_cast<int>(threadIdx.x); i < kWords; i += static_cast<int>(blockDim.x)) dst[i] = src[i];
+#if AMK_HAVE_BULK_COPY
+      if (streaming) {  // and the host-decoded plan, in the same round trip (unused unless streamed)
+        const auto* psrc = reinterpret_cast<const int32_t*>(&args.plans[qi]);
+        auto* pdst = reinterpret_cast<int32_t*>(s.plan);
+        constexpr int kPlanWords = static_cast<int>(sizeof(instructions::GemvPlan) / 4);
+        for (int i = static_cast<int>(threadIdx.x); i < kPlanWords; i += static_cast<int>(blockDim.x)) pdst[i] = psrc[i];
+      }
+#endif  // AMK_HAVE_BULK_COPY
     }
     __syncthreads();
     if (args.prefetch_depth > 0 && args.ring_slots == 0) {  // the stream is the lookahead when on
@@ -237,8 +247,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
       if (s.entry.bytes > 0)
-        rc = run_streamed(p, s.inst, s.entry, ctx, ring, s.ring_bar, slots, args.ring_slot_bytes, s.part, producer,
-                          &consumed);
+        rc = run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(s.plan), s.entry, ctx, ring, s.ring_bar,
+                          slots, args.ring_slot_bytes, s.part, producer, &consumed);
       else
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, s.inst, ctx);
