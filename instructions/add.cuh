@@ -7,9 +7,9 @@
 namespace amk::instructions {
 
 /// ADD, whole block.
-AMK_DEVICE_NOINLINE int32_t add_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t add_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   AddArgs* const s_args = shared_args<AddArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](AddArgs* out) { return decode_add(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](AddArgs* out) { return decode_add(p, inst, out); }));
   const AddArgs& a = *s_args;
   block_for(a.y.numel, [&](int64_t i) { a.y.store(i, a.a.load(i) + a.b.load(i)); });
   return AMK_DEVERR_NONE;

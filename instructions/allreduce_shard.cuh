@@ -8,9 +8,9 @@
 namespace amk::instructions {
 
 /// ALLREDUCE_SHARD, whole block.
-AMK_DEVICE_NOINLINE int32_t allreduce_shard_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t allreduce_shard_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   AllreduceShardArgs* const s_args = shared_args<AllreduceShardArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](AllreduceShardArgs* out) { return decode_allreduce_shard(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](AllreduceShardArgs* out) { return decode_allreduce_shard(p, inst, out); }));
   const AllreduceShardArgs& a = *s_args;
   block_for(a.y.numel, [&](int64_t i) {
     float acc = a.s[0].load(i);

@@ -8,9 +8,9 @@
 namespace amk::instructions {
 
 /// ATTENTION_COMBINE, whole block.
-AMK_DEVICE_NOINLINE int32_t attention_combine_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t attention_combine_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   AttentionCombineArgs* const s_args = shared_args<AttentionCombineArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](AttentionCombineArgs* out) { return decode_attention_combine(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](AttentionCombineArgs* out) { return decode_attention_combine(p, inst, out); }));
   const AttentionCombineArgs& a = *s_args;
   const int64_t hd = a.head_dim, width = hd + 2;
   const float neg_inf = -__int_as_float(0x7f800000);

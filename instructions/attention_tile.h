@@ -33,7 +33,9 @@ AMK_HD void attention_window(const amk_program_t& p, const amk_params_t& pr, int
 /// BAD_PARAMS for inconsistent head counts or shapes, a head range outside [0, n_heads), a
 /// negative kv_start / kv_len, or a static window past the cache; INDEX_OUT_OF_RANGE when the
 /// STEP_KV window passes the cache; BAD_DTYPE for non-float operands or a non-F32 partial.
-AMK_HD int32_t decode_attention_tile(const amk_program_t& p, const amk_instruction_t& inst, AttentionTileArgs* a) {
+/// Everything but the STEP_KV window (decode_attention_tile = this + bind_attention_tile_step).
+AMK_HD int32_t decode_attention_tile_static(const amk_program_t& p, const amk_instruction_t& inst,
+                                            AttentionTileArgs* a) {
   AMK_TRY_DEV(check_arity(inst, 3, 4, 1));
   AMK_TRY_DEV(bind_input(p, inst, 0, &a->q));
   AMK_TRY_DEV(bind_input(p, inst, 1, &a->k));
@@ -67,11 +69,22 @@ AMK_HD int32_t decode_attention_tile(const amk_program_t& p, const amk_instructi
   a->out_width = a->partial ? a->head_dim + 2 : a->head_dim;
   if (a->out.numel != a->n_heads * a->out_width) return AMK_DEVERR_BAD_PARAMS;
   if (pr.kv_start < 0 || pr.kv_len < 0) return AMK_DEVERR_BAD_PARAMS;
-  attention_window(p, pr, &a->j_begin, &a->j_end);
-  if (a->j_end > a->seq)
-    return (pr.flags & AMK_FLAG_STEP_KV) ? AMK_DEVERR_INDEX_OUT_OF_RANGE : AMK_DEVERR_BAD_PARAMS;
   a->scale = pr.scale;
   return AMK_DEVERR_NONE;
+}
+
+/// The part of the decode that depends on the step (the STEP_KV window), for operands decoded
+/// once by decode_attention_tile_static (the GPU executor does that on the host).
+AMK_HD int32_t bind_attention_tile_step(const amk_program_t& p, const amk_instruction_t& inst, AttentionTileArgs* a) {
+  attention_window(p, inst.params, &a->j_begin, &a->j_end);
+  if (a->j_end > a->seq)
+    return (inst.params.flags & AMK_FLAG_STEP_KV) ? AMK_DEVERR_INDEX_OUT_OF_RANGE : AMK_DEVERR_BAD_PARAMS;
+  return AMK_DEVERR_NONE;
+}
+
+AMK_HD int32_t decode_attention_tile(const amk_program_t& p, const amk_instruction_t& inst, AttentionTileArgs* a) {
+  AMK_TRY_DEV(decode_attention_tile_static(p, inst, a));
+  return bind_attention_tile_step(p, inst, a);
 }
 
 /// CPU reference of ATTENTION_TILE.

@@ -9,9 +9,9 @@
 namespace amk::instructions {
 
 /// COPY, whole block.
-AMK_DEVICE_NOINLINE int32_t copy_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t copy_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   CopyArgs* const s_args = shared_args<CopyArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](CopyArgs* out) { return decode_copy(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](CopyArgs* out) { return decode_copy(p, inst, out); }));
   const CopyArgs& a = *s_args;
   const int64_t n = a.x.numel;
   if (n == 0 || a.x.ptr == a.y.ptr) return AMK_DEVERR_NONE;

@@ -7,9 +7,9 @@
 namespace amk::instructions {
 
 /// DEQUANT, whole block.
-AMK_DEVICE_NOINLINE int32_t dequant_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t dequant_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   DequantArgs* const s_args = shared_args<DequantArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](DequantArgs* out) { return decode_dequant(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](DequantArgs* out) { return decode_dequant(p, inst, out); }));
   const DequantArgs& a = *s_args;
   block_for(a.rows * a.cols, [&](int64_t i) {
     const int64_t n = i / a.cols, k = i - n * a.cols;

@@ -9,6 +9,7 @@
 #include "targets/gpu.h"  // first: it defines AMK_HD for device compilation
 #include "instructions/common/tensor.h"
 #include "instructions/device_limits.cuh"
+#include "instructions/task_blob.h"
 
 namespace amk::instructions {
 
@@ -17,6 +18,8 @@ struct DeviceCtx {
   float* s_work;        ///< dynamic shared memory, 16-byte aligned
   int32_t work_floats;  ///< its size in floats
   float* s_red;         ///< 2 * gpu::kMaxWarps floats for block reductions
+  /// The task's host-decoded operands (task_blob.h), in shared memory, or nullptr.
+  const TaskBlobHeader* blob = nullptr;
 };
 
 /// Block-shared storage for one `Args` (one buffer per Args type; micro-kernels of a block run one
@@ -31,15 +34,25 @@ AMK_DEVICE Args* shared_args() {
   return reinterpret_cast<Args*>(raw.bytes);
 }
 
-/// Decode a task's operands once per block, into shared memory: thread 0 runs `decode(out)` (out
-/// is a __shared__ Args of the calling micro-kernel), the block synchronises and every thread
-/// returns thread 0's result. Decoding in every thread would write the Args (several Tensors of
-/// shape/stride arrays, hundreds of bytes) to each thread's local memory: per task that was
-/// 512 x ~600 B of local stores per SM, more traffic than the task's weight tile.
-template <typename Args, typename Decode>
-AMK_DEVICE int32_t decode_once(Args* out, Decode&& decode) {
+/// A task's operands, once per block, into shared memory (`out`, a __shared__ Args of the calling
+/// micro-kernel). From the host-decoded blob when the kernel supplied one of this Args type: the
+/// whole block copies it (shared to shared) and thread 0 runs `bind(out)`, the step-dependent
+/// part of the decode. Otherwise thread 0 runs the full `decode(out)`. Decoding in every thread
+/// would write the Args (several Tensors, hundreds of bytes) to each thread's local memory.
+/// Returns thread 0's result in every thread.
+template <typename Args, typename Decode, typename Bind>
+AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode, Bind&& bind) {
   __shared__ int32_t s_rc;
-  if (threadIdx.x == 0) {
+  const TaskBlobHeader* const blob = ctx.blob;
+  if (blob != nullptr && blob->tag == TaskBlobTag<Args>::value && blob->bytes == static_cast<int32_t>(sizeof(Args))) {
+    static_assert(sizeof(Args) % 4 == 0, "blob copies are word by word");
+    const auto* src = reinterpret_cast<const int32_t*>(blob + 1);
+    auto* dst = reinterpret_cast<int32_t*>(out);
+    for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(Args) / 4); i += static_cast<int>(blockDim.x))
+      dst[i] = src[i];
+    __syncthreads();
+    if (threadIdx.x == 0) s_rc = bind(out);
+  } else if (threadIdx.x == 0) {
     new (out) Args{};  // shared_args() storage is raw bytes: begin the object's lifetime here
     s_rc = decode(out);
   }
@@ -47,6 +60,12 @@ AMK_DEVICE int32_t decode_once(Args* out, Decode&& decode) {
   const int32_t rc = s_rc;
   __syncthreads();  // every thread has read s_rc before the next task's decode rewrites it
   return rc;
+}
+
+/// decode_once for ops whose operands do not depend on the step.
+template <typename Args, typename Decode>
+AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode) {
+  return decode_once(out, ctx, decode, [](Args*) { return static_cast<int32_t>(AMK_DEVERR_NONE); });
 }
 
 /// Thread index and count of the block as int64 (elementwise loops over numel).

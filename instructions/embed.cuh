@@ -8,9 +8,9 @@
 namespace amk::instructions {
 
 /// EMBED, whole block.
-AMK_DEVICE_NOINLINE int32_t embed_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t embed_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   EmbedArgs* const s_args = shared_args<EmbedArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](EmbedArgs* out) { return decode_embed(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](EmbedArgs* out) { return decode_embed(p, inst, out); }));
   const EmbedArgs& a = *s_args;
   int bad = 0;
   block_for(a.ids.numel, [&](int64_t m) {

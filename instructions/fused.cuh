@@ -11,7 +11,7 @@ namespace amk::instructions {
 /// FUSED, whole block.
 AMK_DEVICE_NOINLINE int32_t fused_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   FusedArgs* const s_args = shared_args<FusedArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](FusedArgs* out) { return decode_fused(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](FusedArgs* out) { return decode_fused(p, inst, out); }));
   const FusedArgs& a = *s_args;
   const int32_t pro = a.recipe == kRecipeRmsNormGemv ? kGemvRmsNorm : (a.has_aux ? kGemvSiluMul : kGemvPlain);
   return gemv_tile_block(a.mm, pro, a.has_aux ? a.aux : a.mm.x, a.eps, nullptr,

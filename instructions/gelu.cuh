@@ -7,9 +7,9 @@
 namespace amk::instructions {
 
 /// GELU, whole block.
-AMK_DEVICE_NOINLINE int32_t gelu_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t gelu_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   GeluArgs* const s_args = shared_args<GeluArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](GeluArgs* out) { return decode_gelu(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](GeluArgs* out) { return decode_gelu(p, inst, out); }));
   const GeluArgs& a = *s_args;
   block_for(a.y.numel, [&](int64_t i) { a.y.store(i, gelu(a.x.load(i))); });
   return AMK_DEVERR_NONE;

@@ -9,7 +9,7 @@ namespace amk::instructions {
 /// GEMV_TILE, whole block.
 AMK_DEVICE_NOINLINE int32_t gemv_tile_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   GemvTileArgs* const s_args = shared_args<GemvTileArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](GemvTileArgs* out) { return decode_gemv_tile(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](GemvTileArgs* out) { return decode_gemv_tile(p, inst, out); }));
   const GemvTileArgs& a = *s_args;
   return gemv_tile_block(a.mm, kGemvPlain, a.mm.x, 0.0f, a.has_bias ? &a.bias : nullptr, nullptr, ctx);
 }

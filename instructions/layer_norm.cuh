@@ -9,7 +9,7 @@ namespace amk::instructions {
 /// LAYERNORM, whole block.
 AMK_DEVICE_NOINLINE int32_t layer_norm_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   LayerNormArgs* const s_args = shared_args<LayerNormArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](LayerNormArgs* out) { return decode_layer_norm(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](LayerNormArgs* out) { return decode_layer_norm(p, inst, out); }));
   const LayerNormArgs& a = *s_args;
   const int64_t H = a.hidden;
   const float n = static_cast<float>(H);

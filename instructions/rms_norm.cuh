@@ -10,7 +10,7 @@ namespace amk::instructions {
 /// RMSNORM, whole block.
 AMK_DEVICE_NOINLINE int32_t rms_norm_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   RmsNormArgs* const s_args = shared_args<RmsNormArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](RmsNormArgs* out) { return decode_rms_norm(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](RmsNormArgs* out) { return decode_rms_norm(p, inst, out); }));
   const RmsNormArgs& a = *s_args;
   const int64_t H = a.hidden;
   for (int64_t r = 0; r < a.rows; ++r) {

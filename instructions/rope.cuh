@@ -8,9 +8,11 @@
 namespace amk::instructions {
 
 /// ROPE, whole block.
-AMK_DEVICE_NOINLINE int32_t rope_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t rope_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   RopeArgs* const s_args = shared_args<RopeArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](RopeArgs* out) { return decode_rope(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(
+      s_args, ctx, [&](RopeArgs* out) { return decode_rope(p, inst, out); },
+      [&](RopeArgs* out) { return bind_rope_step(p, inst, out); }));
   const RopeArgs& a = *s_args;
   const int64_t half = a.head_dim / 2;
   const float pos = static_cast<float>(a.pos);

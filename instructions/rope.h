@@ -15,7 +15,8 @@ struct RopeArgs {
 
 /// BAD_PARAMS unless head_dim is even and >= 2, divides x's numel, inv_freq has head_dim / 2
 /// elements and y matches x.
-AMK_HD int32_t decode_rope(const amk_program_t& p, const amk_instruction_t& inst, RopeArgs* a) {
+/// Everything but the step position (decode_rope = this + bind_rope_step).
+AMK_HD int32_t decode_rope_static(const amk_program_t& p, const amk_instruction_t& inst, RopeArgs* a) {
   AMK_TRY_DEV(check_arity(inst, 2, 2, 1));
   AMK_TRY_DEV(bind_input(p, inst, 0, &a->x));
   AMK_TRY_DEV(bind_input(p, inst, 1, &a->inv_freq));
@@ -28,9 +29,18 @@ AMK_HD int32_t decode_rope(const amk_program_t& p, const amk_instruction_t& inst
       a->inv_freq.numel != a->head_dim / 2 || a->y.numel != a->x.numel)
     return AMK_DEVERR_BAD_PARAMS;
   a->heads = a->x.numel / a->head_dim;
-  a->pos = effective_pos(p, inst);
-  if (a->pos < 0) return AMK_DEVERR_INDEX_OUT_OF_RANGE;
   return AMK_DEVERR_NONE;
+}
+
+/// The step-dependent part: the rotation position.
+AMK_HD int32_t bind_rope_step(const amk_program_t& p, const amk_instruction_t& inst, RopeArgs* a) {
+  a->pos = effective_pos(p, inst);
+  return a->pos < 0 ? AMK_DEVERR_INDEX_OUT_OF_RANGE : AMK_DEVERR_NONE;
+}
+
+AMK_HD int32_t decode_rope(const amk_program_t& p, const amk_instruction_t& inst, RopeArgs* a) {
+  AMK_TRY_DEV(decode_rope_static(p, inst, a));
+  return bind_rope_step(p, inst, a);
 }
 
 /// CPU reference of ROPE.

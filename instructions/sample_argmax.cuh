@@ -1,5 +1,5 @@
 // instructions/sample_argmax.cuh: SAMPLE_ARGMAX (17) on the device: each thread scans a strided
-// slice with argmax_better() (sample_argmax.h: larger value, then lower index; NaN never wins),
+// slice (several loads in flight) with argmax_better() (sample_argmax.h: larger value, then lower index; NaN never wins),
 // then a warp and a block tree with the same rule. The rule is associative and commutative, so
 // the token equals the CPU scan's. All-NaN logits give token 0.
 #pragma once
@@ -11,18 +11,31 @@ namespace amk::instructions {
 /// SAMPLE_ARGMAX, whole block. Uses 2 * warps words of ctx.s_work.
 AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   SampleArgmaxArgs* const s_args = shared_args<SampleArgmaxArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
   const SampleArgmaxArgs& a = *s_args;
   constexpr int kNone = 0x7fffffff;  // index of "no candidate yet"
   float best_v = __int_as_float(0x7fc00000);  // NaN: anything non-NaN beats it
   int best_i = kNone;
-  block_for(a.logits.numel, [&](int64_t i) {
-    const float v = a.logits.load(i);
-    if (argmax_better(v, i, best_v, best_i)) {
-      best_v = v;
-      best_i = static_cast<int>(i);
+  // kInFlight loads per thread before any compare: a plain strided loop was one dependent L2
+  // round trip per 512 logits (117 us for a 128256-entry vocabulary on an H200).
+  constexpr int kInFlight = 8;
+  const int64_t n = a.logits.numel, stride = block_threads();
+  for (int64_t i0 = block_tid(); i0 < n; i0 += stride * kInFlight) {
+    float v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int64_t i = i0 + u * stride;
+      v[u] = i < n ? a.logits.load(i) : __int_as_float(0x7fc00000);  // NaN never wins
     }
-  });
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int64_t i = i0 + u * stride;
+      if (i < n && argmax_better(v[u], i, best_v, best_i)) {
+        best_v = v[u];
+        best_i = static_cast<int>(i);
+      }
+    }
+  }
   for (int m = gpu::kWarpSize / 2; m >= 1; m >>= 1) {
     const float ov = gpu::shfl_xor(best_v, m);
     const int oi = gpu::shfl_xor(best_i, m);

@@ -7,9 +7,9 @@
 namespace amk::instructions {
 
 /// SILU_MUL, whole block.
-AMK_DEVICE_NOINLINE int32_t silu_mul_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx&) {
+AMK_DEVICE_NOINLINE int32_t silu_mul_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   SiluMulArgs* const s_args = shared_args<SiluMulArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](SiluMulArgs* out) { return decode_silu_mul(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](SiluMulArgs* out) { return decode_silu_mul(p, inst, out); }));
   const SiluMulArgs& a = *s_args;
   block_for(a.y.numel, [&](int64_t i) { a.y.store(i, silu_mul(a.gate.load(i), a.up.load(i))); });
   return AMK_DEVERR_NONE;

@@ -10,7 +10,7 @@ namespace amk::instructions {
 /// SOFTMAX, whole block.
 AMK_DEVICE_NOINLINE int32_t softmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   SoftmaxArgs* const s_args = shared_args<SoftmaxArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, [&](SoftmaxArgs* out) { return decode_softmax(p, inst, out); }));
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](SoftmaxArgs* out) { return decode_softmax(p, inst, out); }));
   const SoftmaxArgs& a = *s_args;
   const int64_t C = a.cols;
   const float neg_inf = -__int_as_float(0x7f800000);

@@ -15,7 +15,7 @@ namespace amk::bench {
 
 /// How the built-in decode schedule cuts GEMV outputs into tiles.
 struct DecodeTiling {
-  int64_t tile_kib = 64;     ///< > 0: tiles of about this many KiB of weights (64: fastest measured)
+  int64_t tile_kib = 256;    ///< > 0: tiles of about this many KiB of weights (256: fastest measured)
   int64_t tiles_per_sm = 1;  ///< tile_kib == 0: this many tiles of each projection per SM
 };
 

@@ -31,7 +31,8 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
   for (const Proj& p : projs) {
     int64_t rows = 0;
     if (tiling.tile_kib > 0) {
-      // Tiles of about tile_kib KiB of bf16 weights (small enough for the GPU VM's weight ring).
+      // Tiles of about tile_kib KiB of bf16 weights: the weight stream cuts them into ring-slot
+      // chunks, so the size trades per-task costs against load balance (docs/PERFORMANCE.md).
       rows = std::max<int64_t>(1, tiling.tile_kib * 1024 / (p.k * 2));
     } else {
       // tiles_per_sm tiles of each projection per SM: every SM has work in every stage, and the

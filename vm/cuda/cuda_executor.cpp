@@ -75,7 +75,11 @@ class CudaExecutor final : public Executor {
     return upload_tables();
   }
 
+#ifdef AMK_USE_HIP
+  std::string name() const override { return "hip"; }
+#else
   std::string name() const override { return "cuda"; }
+#endif  // AMK_USE_HIP
   bool supports_trace() const override { return true; }
   const void* device_buffer(int32_t index) const {
     return index >= 0 && static_cast<size_t>(index) < d_ptr_.size() ? d_ptr_[static_cast<size_t>(index)] : nullptr;
@@ -300,11 +304,12 @@ class CudaExecutor final : public Executor {
   }
 
   /// The shared-memory weight ring (persistent_kernel.cu): on when the kernel was built for sm_90+
-  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles), so their
-  /// size only bounds the longest row that rides the ring: 32 KiB (a 16384-wide bf16 row), or the
-  /// program's longest row when that is larger and fits. As many slots as fit beside the work
-  /// area, up to 4 by default. AMK_RING=0 turns the ring off; AMK_RING_SLOTS=n and
-  /// AMK_RING_SLOT_KIB=k override the shape (measurements, docs/PERFORMANCE.md).
+  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles): 2 slots
+  /// of 64 KiB by default, or of the program's longest row when that is larger and two fit. On an
+  /// H200 (Llama-3.2-1B shape) 2 x 64 KiB measured 2.9 ms/token against 3.4 for 3 x 48 KiB and
+  /// 3.6 for 4 x 32 KiB: each chunk costs a block barrier, so fewer, larger chunks win while two
+  /// keep a copy in flight during each chunk's use. AMK_RING=0 turns the ring off;
+  /// AMK_RING_SLOTS=n and AMK_RING_SLOT_KIB=k override the shape (docs/PERFORMANCE.md).
   void choose_ring(const KernelResources& res, size_t work_bytes) {
     ring_slots_ = 0;
     ring_slot_bytes_ = 0;
@@ -319,12 +324,12 @@ class CudaExecutor final : public Executor {
     }
     if (longest_row == 0) return;
     const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) - static_cast<int64_t>(work_bytes);
-    int64_t slot = 32 * 1024;
+    int64_t slot = 64 * 1024;
     if (const char* env = std::getenv("AMK_RING_SLOT_KIB"); env != nullptr && std::atoi(env) >= 1)
       slot = int64_t{1024} * std::atoi(env);
     else if (longest_row > slot && 2 * static_cast<int64_t>(align_up(longest_row, 128)) <= room)
       slot = static_cast<int64_t>(align_up(longest_row, 128));
-    int64_t max_slots = 4;
+    int64_t max_slots = 2;
     if (const char* env = std::getenv("AMK_RING_SLOTS"); env != nullptr && std::atoi(env) >= 2)
       max_slots = std::min<int64_t>(gpuvm::kMaxRingSlots, std::atoi(env));
     const int64_t slots = std::min<int64_t>(max_slots, room / slot);
@@ -333,26 +338,31 @@ class CudaExecutor final : public Executor {
     ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
 
-  /// The weight stream's table (persistent_kernel.cu): per queue slot, the bytes its task takes
-  /// from the ring, decided by gemv_stream_chunk_bytes(), and the task's GemvPlan, both decoded
-  /// here on the tables the device will read (device buffer pointers), so a streamed task runs
-  /// without decoding anything on the device. A task whose decode fails is not streamed: it
-  /// takes the device decode path, which reports the error by name.
-  Status upload_stream_table(const std::vector<amk_buffer_t>& device_buffers) {
+  /// Per queue slot, the task's host-decoded operands (instructions/task_blob.h) and, with the
+  /// ring on, its share of the weight stream (persistent_kernel.cu): the bytes it takes from the
+  /// ring, decided by gemv_stream_chunk_bytes(), with a GemvPlan as its blob. Everything is
+  /// decoded here against the tables the device reads (device buffer pointers), so the kernel runs
+  /// tasks without decoding buffer tables. A task whose decode fails gets no blob and no stream
+  /// share: it decodes on the device, which reports the error by name.
+  Status upload_task_blobs(const std::vector<amk_buffer_t>& device_buffers) {
     args_.stream = nullptr;
-    args_.plans = nullptr;
+    args_.blobs = nullptr;
     report_.streamed_tasks = 0;
-    if (ring_slots_ == 0) return Status::ok();
     amk_program_t view = image_.view();
     view.buffers = const_cast<amk_buffer_t*>(device_buffers.data());
+    view.step = nullptr;  // step-dependent operands are bound on the device (bind_*_step)
     const size_t n = static_cast<size_t>(view.sm_queue_offsets[view.n_sms]);
+    const size_t blob_bytes = static_cast<size_t>(instructions::kTaskBlobBytes);
     std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
-    std::vector<instructions::GemvPlan> plans(n);
+    std::vector<unsigned char> blobs(n * blob_bytes, 0);
     const int64_t x_floats = static_cast<int64_t>(args_.work_floats) & ~int64_t{7};
     for (size_t q = 0; q < n; ++q) {
-      instructions::GemvPlan plan;
       const amk_instruction_t& inst = view.instructions[view.sm_queue[q]];
+      unsigned char* blob = blobs.data() + q * blob_bytes;
+      (void)instructions::predecode_task(view, inst, blob);  // tag -1 when it does not decode
+      if (ring_slots_ == 0) continue;
       if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) continue;
+      instructions::GemvPlan plan;
       if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) continue;
       const int64_t chunk = instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
       const void* src = nullptr;
@@ -360,19 +370,21 @@ class CudaExecutor final : public Executor {
       instructions::gemv_weight_range(plan.mm, &src, &bytes);
       if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) continue;
       table[q] = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
-      plans[q] = plan;
+      instructions::make_plan_blob(plan, inst.op, blob);
       ++report_.streamed_tasks;
     }
-    // One allocation: [entries | plans] (plans 16-byte aligned: the kernel copies them word by word).
+    // One allocation: [stream entries | blobs] (blobs 256-byte aligned; the kernel copies them
+    // word by word).
     const size_t n1 = std::max<size_t>(n, 1);
-    const size_t plans_at = align_up(n1 * sizeof(table[0]), kAlign);
-    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_stream_), plans_at + n1 * sizeof(plans[0])));
+    const size_t blobs_at = align_up(n1 * sizeof(table[0]), kAlign);
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_stream_), blobs_at + n1 * blob_bytes));
     if (n > 0) {
       AMK_GPU_TRY(gpu::memcpy_h2d(d_stream_, table.data(), n * sizeof(table[0])));
-      AMK_GPU_TRY(gpu::memcpy_h2d(reinterpret_cast<char*>(d_stream_) + plans_at, plans.data(), n * sizeof(plans[0])));
+      AMK_GPU_TRY(gpu::memcpy_h2d(reinterpret_cast<char*>(d_stream_) + blobs_at, blobs.data(), n * blob_bytes));
     }
-    args_.stream = d_stream_;
-    args_.plans = reinterpret_cast<const instructions::GemvPlan*>(reinterpret_cast<char*>(d_stream_) + plans_at);
+    if (ring_slots_ > 0) args_.stream = d_stream_;
+    args_.blobs = reinterpret_cast<const unsigned char*>(d_stream_) + blobs_at;
+    report_.task_blob_bytes = static_cast<int>(blob_bytes);
     return Status::ok();
   }
 
@@ -484,7 +496,7 @@ class CudaExecutor final : public Executor {
     dp.step = reinterpret_cast<amk_step_t*>(d_stage_ + offsetof(StageHeader, step));
     dp.error = d_error_;
     args_.progress = reinterpret_cast<int32_t*>(d_stage_ + sizeof(StageHeader));
-    return upload_stream_table(dbufs);
+    return upload_task_blobs(dbufs);
   }
 
   StageHeader* stage_header() { return reinterpret_cast<StageHeader*>(h_stage_); }
@@ -604,7 +616,8 @@ std::string GpuKernelReport::summary() const {
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, prefetch depth " << prefetch_depth << ", weight ring " << ring_slots << " x "
-    << ring_slot_bytes << " B streaming " << streamed_tasks << " task(s)";
+    << ring_slot_bytes << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
+    << " B host-decoded operands per task";
   return o.str();
 }
 

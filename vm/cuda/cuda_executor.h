@@ -31,6 +31,7 @@ struct GpuKernelReport {
   int prefetch_depth = 0;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
+  int task_blob_bytes = 0;                  ///< host-decoded operands per queue slot (task_blob.h)
   /// One line for logs.
   std::string summary() const;
 };

@@ -1,6 +1,7 @@
 // vm/cuda/persistent_kernel.cu: the persistent megakernel. Block b is worker b: it walks
 // sm_queue[sm_queue_offsets[b] .. sm_queue_offsets[b + 1]) in order. Per task: copy the
-// instruction to shared memory; thread 0 tops up the weight stream (below) and waits until every
+// instruction and the task's host-decoded operands (args.blobs, instructions/task_blob.h: the
+// micro-kernels then skip their device decode) to shared memory; thread 0 tops up the weight stream (below) and waits until every
 // counter reaches (epoch - 1) * producers[c] + threshold (relaxed polls, one acquire fence, rare
 // checks of the device error slot and the host-mapped abort flag); the block runs the task; after
 // a barrier thread 0 releases +1 on out_counter and records progress. The first error wins the
@@ -13,7 +14,7 @@
 // that list as one continuous byte stream cut into chunks of whole rows, and keeps every ring
 // slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier. Tasks
 // consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk, from a GemvPlan the
-// host decoded: args.plans, copied with the instruction, so no per-task decode), and each freed
+// host decoded, in the task's blob), and each freed
 // slot is refilled at once, with the next chunk of this task or of a later one. So an SM's HBM
 // stream does not stop at task boundaries, counter waits or stage barriers, and a task's size no
 // longer decides how many bytes are in flight. Tasks whose weights do not fit the stream (odd
@@ -38,13 +39,13 @@ struct SharedState {
   amk_instruction_t inst;
   float red[2 * gpu::kMaxWarps];
   int32_t stop;
+  amk_step_t step;          ///< the launch's step block (read once; prog.step points here)
   WeightStreamEntry entry;  ///< the current task's share of the weight stream (bytes 0: none)
+  /// The current task's host-decoded operands (instructions/task_blob.h).
+  alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
 #if AMK_HAVE_BULK_COPY
   uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot (8-byte aligned)
   float part[2][instructions::kStreamPartials];  ///< gemv_stream_chunk's partial sums, two buffers
-  /// The current task's host-decoded GemvPlan when it is streamed (raw bytes: __shared__ objects
-  /// may not have default member initializers).
-  alignas(16) unsigned char plan[sizeof(instructions::GemvPlan)];
 #endif  // AMK_HAVE_BULK_COPY
 };
 
@@ -186,7 +187,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   const int32_t begin = args.prog.sm_queue_offsets[worker];
   const int32_t end = args.prog.sm_queue_offsets[worker + 1];
 #if AMK_HAVE_BULK_COPY
-  const bool streaming = args.ring_slots > 0 && args.stream != nullptr && args.plans != nullptr;
+  const bool streaming = args.ring_slots > 0 && args.stream != nullptr && args.blobs != nullptr;
   const int32_t slots = args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots;
   char* const ring = reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4;
   StreamProducer producer;  // meaningful in thread 0 only
@@ -194,6 +195,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_HAVE_BULK_COPY
   if (threadIdx.x == 0) {
     s.prog = args.prog;
+    s.step = *args.prog.step;  // per-step values are fixed for the launch: one read, then shared
+    s.prog.step = &s.step;
     s.stop = 0;
 #if AMK_HAVE_BULK_COPY
     if (streaming) {
@@ -214,14 +217,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       auto* dst = reinterpret_cast<int32_t*>(&s.inst);
       constexpr int kWords = static_cast<int>(sizeof(amk_instruction_t) / 4);
       for (int i = static_cast<int>(threadIdx.x); i < kWords; i += static_cast<int>(blockDim.x)) dst[i] = src[i];
-#if AMK_HAVE_BULK_COPY
-      if (streaming) {  // and the host-decoded plan, in the same round trip (unused unless streamed)
-        const auto* psrc = reinterpret_cast<const int32_t*>(&args.plans[qi]);
-        auto* pdst = reinterpret_cast<int32_t*>(s.plan);
-        constexpr int kPlanWords = static_cast<int>(sizeof(instructions::GemvPlan) / 4);
-        for (int i = static_cast<int>(threadIdx.x); i < kPlanWords; i += static_cast<int>(blockDim.x)) pdst[i] = psrc[i];
+      if (args.blobs != nullptr) {  // and the host-decoded operands, in the same round trip
+        const auto* bsrc = reinterpret_cast<const int32_t*>(args.blobs + static_cast<int64_t>(qi) * instructions::kTaskBlobBytes);
+        auto* bdst = reinterpret_cast<int32_t*>(s.blob);
+        constexpr int kBlobWords = static_cast<int>(instructions::kTaskBlobBytes / 4);
+        for (int i = static_cast<int>(threadIdx.x); i < kBlobWords; i += static_cast<int>(blockDim.x)) bdst[i] = bsrc[i];
       }
-#endif  // AMK_HAVE_BULK_COPY
     }
     __syncthreads();
     if (args.prefetch_depth > 0 && args.ring_slots == 0) {  // the stream is the lookahead when on
@@ -244,11 +245,15 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     }
     __syncthreads();
     int32_t rc = s.stop;
+    const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(s.blob);
+    ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == s.inst.op ? blob : nullptr;
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
-      if (s.entry.bytes > 0)
-        rc = run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(s.plan), s.entry, ctx, ring, s.ring_bar,
-                          slots, args.ring_slot_bytes, s.part, producer, &consumed);
+      if (s.entry.bytes > 0)  // the host made this task's blob a GemvPlan (upload_task_blobs)
+        rc = ctx.blob == nullptr || ctx.blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value
+                 ? AMK_DEVERR_BAD_PARAMS
+                 : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), s.entry, ctx, ring,
+                                s.ring_bar, slots, args.ring_slot_bytes, s.part, producer, &consumed);
       else
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, s.inst, ctx);

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "instructions/gemv_like.h"
+#include "instructions/task_blob.h"
 #include "ir/status.h"
 #include "targets/gpu.h"
 #include "vm/abi.h"
@@ -41,15 +41,15 @@ struct KernelArgs {
   /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
   /// (ring off). Built by the host with instructions::gemv_stream_chunk_bytes().
   const WeightStreamEntry* stream;
-  /// [queue length] the host-decoded operands of each streamed task (device pointers), or nullptr.
-  const instructions::GemvPlan* plans;
+  /// [queue length x instructions::kTaskBlobBytes] each task's host-decoded operands (device
+  /// pointers; a GemvPlan for streamed tasks), or nullptr: every task decodes on the device.
+  const unsigned char* blobs;
   /// Pause between two polls of a counter (0: spin, pausing only in long waits). Fewer polls
   /// leave the L2 slice that holds a hot counter to the producers' atomics and other traffic.
   uint32_t poll_sleep_ns;
 };
 
-static_assert(std::is_trivially_copyable_v<instructions::GemvPlan> && sizeof(instructions::GemvPlan) % 4 == 0,
-              "the kernel copies GemvPlans from global to shared memory word by word");
+static_assert(instructions::kTaskBlobBytes % 16 == 0, "the kernel copies task blobs word by word");
 
 /// Most weight-ring slots a block keeps (each has an mbarrier in static shared memory).
 inline constexpr int kMaxRingSlots = 8;
