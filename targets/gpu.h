@@ -80,6 +80,8 @@ inline Error get_device(int* d) { return hipGetDevice(d); }
 inline Error device_props(hipDeviceProp_t* p, int d) { return hipGetDeviceProperties(p, d); }
 using DeviceProps = hipDeviceProp_t;
 inline Error device_attribute(int* v, hipDeviceAttribute_t a, int d) { return hipDeviceGetAttribute(v, a, d); }
+/// Free and total memory of the current device, in bytes (every process's allocations count).
+inline Error mem_get_info(size_t* free_bytes, size_t* total_bytes) { return hipMemGetInfo(free_bytes, total_bytes); }
 inline Error malloc_device(void** p, size_t bytes) { return hipMalloc(p, bytes); }
 inline Error free_device(void* p) { return hipFree(p); }
 /// Coherent (fine-grained) on AMD: the kernel polls the abort flag in this memory while it runs;
@@ -122,6 +124,7 @@ inline Error get_device(int* d) { return cudaGetDevice(d); }
 inline Error device_props(cudaDeviceProp* p, int d) { return cudaGetDeviceProperties(p, d); }
 using DeviceProps = cudaDeviceProp;
 inline Error device_attribute(int* v, cudaDeviceAttr a, int d) { return cudaDeviceGetAttribute(v, a, d); }
+inline Error mem_get_info(size_t* free_bytes, size_t* total_bytes) { return cudaMemGetInfo(free_bytes, total_bytes); }
 inline Error malloc_device(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
 inline Error free_device(void* p) { return cudaFree(p); }
 inline Error host_alloc_mapped(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocMapped); }

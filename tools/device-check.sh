@@ -2,8 +2,9 @@
 # tools/device-check.sh: everything the GPU machine should check, in one call. Configure and build
 # the CUDA VM for sm_90a (Release), run amk_gpu_tests, compute-sanitizer memcheck + racecheck on a
 # small [gpu] case, the kernel's resource report and a SASS check for 16-byte weight loads, a short
-# benchmark when tools/amk-bench exists, then a summary table printed LAST. Full logs go to $OUT
-# when it is set (else build-device/logs).
+# benchmark when tools/amk-bench exists, a GPU soak (amk-soak --backend cuda: device memory must stay
+# flat), then a summary table printed LAST. Full logs go to $OUT when it is set (else
+# build-device/logs).
 #
 # usage: tools/device-check.sh [ARCH]          ARCH defaults to 90a (use 80, 89, ... elsewhere)
 # env:   AMK_DEVICE_JOBS (16), AMK_DEVICE_BUILD (build-device), AMK_TEST_FILTER ([gpu])
@@ -32,7 +33,7 @@ note "configure + build (arch $ARCH, -j$JOBS)"
 CUDA_ARCH_FLAGS="-DAMK_CUDA_ARCHITECTURES=$ARCH"
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON "$CUDA_ARCH_FLAGS" -DAMK_WERROR=ON \
       -DCMAKE_CUDA_FLAGS="-Xptxas=-v" >"$LOGS/configure.log" 2>&1 &&
-   cmake --build "$BUILD" -j"$JOBS" --target amk_gpu_tests >"$LOGS/build.log" 2>&1; then
+   cmake --build "$BUILD" -j"$JOBS" --target amk_gpu_tests amk-soak >"$LOGS/build.log" 2>&1; then
   RESULT[build]="ok"
 else
   # 90a through CMake's shorthand can misbehave on some nvcc versions: retry with explicit gencode.
@@ -42,7 +43,7 @@ else
     if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=OFF \
           -DCMAKE_CUDA_FLAGS="-gencode=arch=compute_90a,code=sm_90a -Xptxas=-v" -DAMK_WERROR=ON \
           >"$LOGS/configure.log" 2>&1 &&
-       cmake --build "$BUILD" -j"$JOBS" --target amk_gpu_tests >"$LOGS/build.log" 2>&1; then
+       cmake --build "$BUILD" -j"$JOBS" --target amk_gpu_tests amk-soak >"$LOGS/build.log" 2>&1; then
       RESULT[build]="ok (gencode)"
     else
       RESULT[build]="FAILED"
@@ -99,6 +100,10 @@ if [ -x "$BIN" ]; then
     timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
       "gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold" >"$LOGS/memcheck-ring.log" 2>&1
     RESULT[memcheck-ring]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-ring.log" | tail -1)"
+    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/memcheck-stream.log" 2>&1
+    RESULT[memcheck-stream]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-stream.log" | tail -1)"
+    timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/racecheck-stream.log" 2>&1
+    RESULT[racecheck-stream]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-stream.log" | tail -1)"
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" \
       "gpu split-KV ATTENTION_TILE partials + ATTENTION_COMBINE match the CPU reference" >"$LOGS/racecheck.log" 2>&1
     RESULT[racecheck-attn]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck.log" | tail -1)"
@@ -148,12 +153,44 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+# amk-soak on the GPU (issue 8; docs/RELIABILITY.md "GPU device memory"): 3000 tokens of the bundled
+# tiny Llama in one CUDA Session (back-to-back 256-token sequences with reset() between them),
+# sampling VmRSS and the device memory in use (cudaMemGetInfo: total - free) every 500 tokens. PASS
+# when neither grows after the first sample (device memory: 0 bytes; VmRSS: 1 MiB). The device
+# figure counts every process on the GPU, so it is only meaningful on an otherwise idle device.
+SOAK_TOKENS=3000
+note "amk-soak: GPU soak, $SOAK_TOKENS tokens"
+if [ -x "$BUILD/tools/amk-soak" ]; then
+  timeout 300 "$BUILD/tools/amk-soak" "$ROOT/examples/tiny_llama/program.json" \
+    --weights "$ROOT/tests/fixtures/tiny_llama/model.safetensors" --backend cuda --tokens "$SOAK_TOKENS" \
+    --sample-every 500 >"$LOGS/soak-gpu.log" 2>&1
+  rc=$?
+  tail -n 12 "$LOGS/soak-gpu.log"
+  # "amk-soak: device memory in use (cudaMemGetInfo, ...) first A MiB, last B MiB, max growth G bytes ..."
+  DEV_LINE="$(grep '^amk-soak: device memory in use (' "$LOGS/soak-gpu.log" | tail -1)"
+  DEV_FIRST="$(sed -nE 's/.* first ([0-9.]+) MiB, last.*/\1/p' <<<"$DEV_LINE")"
+  DEV_LAST="$(sed -nE 's/.* last ([0-9.]+) MiB, max growth.*/\1/p' <<<"$DEV_LINE")"
+  DEV_GROWTH="$(sed -nE 's/.* max growth (-?[0-9]+) bytes.*/\1/p' <<<"$DEV_LINE")"
+  RSS_GROWTH="$(grep -E '^amk-soak: [0-9]+ tokens on ' "$LOGS/soak-gpu.log" | sed -nE 's/.*VmRSS .* max growth (-?[0-9]+) KiB.*/\1/p')"
+  SAMPLES="$((SOAK_TOKENS / 500)) samples"
+  if [ "$rc" -eq 0 ]; then
+    RESULT[soak-gpu]="PASS ($SOAK_TOKENS tokens, $SAMPLES): device mem flat at $DEV_FIRST MiB; VmRSS growth $RSS_GROWTH KiB"
+  elif [ "$rc" -eq 5 ] && [ -n "$DEV_LINE" ]; then
+    RESULT[soak-gpu]="FAIL rc=5 ($SOAK_TOKENS tokens, $SAMPLES): device mem $DEV_FIRST -> $DEV_LAST MiB (max growth $DEV_GROWTH bytes); VmRSS growth $RSS_GROWTH KiB"
+  else
+    RESULT[soak-gpu]="FAILED rc=$rc ($SOAK_TOKENS tokens): $(grep -v '^ *[0-9]' "$LOGS/soak-gpu.log" | tail -1 | cut -c1-160)"
+  fi
+else
+  RESULT[soak-gpu]="not run (amk-soak was not built)"
+fi
+
+# ---------------------------------------------------------------------------------------------
 {
   echo
   echo "================ amk device-check summary ================"
   printf '%-16s %s\n' "device" "$DEVICE"
   printf '%-16s %s\n' "arch" "$ARCH"
-  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring racecheck-attn racecheck-rows sanitizers launch-costs llama-1b llama-8b; do
+  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream racecheck-stream racecheck-attn racecheck-rows sanitizers launch-costs llama-1b llama-8b soak-gpu; do
     [ -n "${RESULT[$k]+x}" ] && printf '%-16s %s\n' "$k" "${RESULT[$k]}"
   done
   [ -s "$LOGS/kernel-report.txt" ] && printf '%-16s %s\n' "launch" "$(sed 's/.*kernel: //' "$LOGS/kernel-report.txt" | cut -c1-200)"

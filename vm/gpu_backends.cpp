@@ -65,6 +65,30 @@ Result<std::unique_ptr<Executor>> make_gpu_executor(const std::string& backend, 
   return Status(StatusCode::Unsupported, "backend " + backend + " is not available: " + why);
 }
 
+Result<GpuMemoryInfo> gpu_memory_info(const std::string& backend) {
+  GpuMemoryInfo info;
+  std::string why;
+  if (backend == "cuda") {
+#if AMK_VM_WITH_CUDA
+    if (!CudaVm::available(&why)) return Status(StatusCode::Unsupported, "backend cuda is not available: " + why);
+    if (Status st = CudaVm::memory_info(&info.free_bytes, &info.total_bytes); !st) return st;
+    return info;
+#else
+    return Status(StatusCode::Unsupported, std::string("backend cuda is not available: ") + kNoCudaBuild);
+#endif  // AMK_VM_WITH_CUDA
+  }
+  if (backend == "hip") {
+#if AMK_VM_WITH_HIP
+    if (!HipVm::available(&why)) return Status(StatusCode::Unsupported, "backend hip is not available: " + why);
+    if (Status st = HipVm::memory_info(&info.free_bytes, &info.total_bytes); !st) return st;
+    return info;
+#else
+    return Status(StatusCode::Unsupported, std::string("backend hip is not available: ") + kNoHipBuild);
+#endif  // AMK_VM_WITH_HIP
+  }
+  return unknown_backend(backend);
+}
+
 Result<std::vector<int32_t>> gpu_device_opcodes(const std::string& backend) {
   if (backend == "cuda") {
 #if AMK_VM_WITH_CUDA
