@@ -13,7 +13,10 @@ namespace amk::instructions {
 /// One head with PER dims per lane (hd <= PER * warp size).
 template <int PER>
 AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
-  constexpr int kKeys = PER >= 8 ? 2 : 4;  // keys in flight per warp, bounded by registers
+  // Keys in flight per warp, bounded by registers. 8 at head_dim 64 measured slower than 4 on an
+  // H200 (ATTENTION_TILE 24 -> 35 us: the register budget of the 512-thread block, not the round
+  // trips, is what binds; docs/PERFORMANCE.md row 18).
+  constexpr int kKeys = PER >= 8 ? 2 : 4;
   const int64_t hd = a.head_dim, kv_row = a.n_kv_heads * hd, g = h / a.group;
   const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = gpu::warp_count();
   const float neg_inf = -__int_as_float(0x7f800000);

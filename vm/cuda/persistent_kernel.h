@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "targets/gpu.h"  // first: the device runtime (HIP: device memcpy) before any AMK_HD code
 #include "instructions/task_blob.h"
 #include "ir/status.h"
-#include "targets/gpu.h"
 #include "vm/abi.h"
 #include "vm/trace.h"
 
