@@ -7,8 +7,162 @@
 #pragma once
 #include "instructions/attention_tile.h"
 #include "instructions/elementwise.cuh"
+#include "instructions/gemv_core.cuh"
 
 namespace amk::instructions {
+
+/// Merge the per-warp states [acc[hd], m, l] in s_part (ctx.s_work + hd) and store head h: the
+/// normalised output, or [acc, m, l] with PARTIAL_WRITE. Whole block.
+AMK_DEVICE void attention_merge_store(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
+  const int64_t hd = a.head_dim;
+  const int nw = gpu::warp_count();
+  const float neg_inf = -__int_as_float(0x7f800000);
+  const float* s_part = ctx.s_work + hd;
+  __syncthreads();
+  float big_m = neg_inf;
+  for (int w = 0; w < nw; ++w) big_m = fmaxf(big_m, s_part[w * (hd + 2) + hd]);
+  const int64_t o = h * a.out_width;
+  block_for(hd, [&](int64_t d) {
+    float num = 0.0f, den = 0.0f;
+    if (big_m != neg_inf) {
+      for (int w = 0; w < nw; ++w) {
+        const float* pw = s_part + static_cast<int64_t>(w) * (hd + 2);
+        if (pw[hd] == neg_inf) continue;
+        const float wt = expf(pw[hd] - big_m);
+        num = fmaf(wt, pw[d], num);
+        den = fmaf(wt, pw[hd + 1], den);
+      }
+    }
+    if (a.partial) {
+      a.out.store(o + d, num);
+      if (d == 0) {
+        a.out.store(o + hd, big_m);
+        a.out.store(o + hd + 1, den);
+      }
+    } else {
+      a.out.store(o + d, den > 0.0f ? num / den : 0.0f);
+    }
+  });
+}
+
+/// Online-softmax state of one lane: running max, denominator and E accumulated output dims.
+template <int E>
+struct AttnState {
+  float m, l, acc[E];
+};
+
+/// Merge `o` into `s` (either may be empty: m = -inf, l = 0, acc = 0).
+template <int E>
+AMK_DEVICE void attn_merge(AttnState<E>& s, const AttnState<E>& o) {
+  const float mm = fmaxf(s.m, o.m);
+  if (mm == -__int_as_float(0x7f800000)) return;  // both empty
+  const float a1 = expf(s.m - mm), a2 = expf(o.m - mm);  // 0 for an empty side
+  s.l = s.l * a1 + o.l * a2;
+#pragma unroll
+  for (int e = 0; e < E; ++e) s.acc[e] = s.acc[e] * a1 + o.acc[e] * a2;
+  s.m = mm;
+}
+
+/// One head, 16-byte K/V loads: a key's row of hd elements is read by L = hd / E lanes (E elements
+/// each), so one warp load covers kWarpSize / L keys and each lane keeps kU such loads of K and of
+/// V in flight. The L lanes of a key reduce its score with xor shuffles; each lane runs its own
+/// online softmax over the keys it saw, then the lanes of a warp merge (xor shuffles across key
+/// slots) and the warps merge in shared memory (attention_merge_store). At ctx 128 and head_dim 64
+/// that is one round trip for all keys, where attention_head needs three. Preconditions
+/// (attention_vec_ok): contiguous K/V of dtype DT, 16-byte aligned rows, L a power of two <= warp.
+template <int DT>
+AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
+  constexpr int E = DT == AMK_DTYPE_F32 ? 4 : 8;  // elements per 16 bytes
+  constexpr int kU = 4;
+  constexpr int64_t kEsize = DT == AMK_DTYPE_F32 ? 4 : 2;
+  const int64_t hd = a.head_dim, kv_row = a.n_kv_heads * hd, g = h / a.group;
+  const int L = static_cast<int>(hd / E);
+  const int kpw = gpu::kWarpSize / L;  // keys per warp load
+  const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = gpu::warp_count();
+  const int sub = lane % L, kslot = lane / L;
+  const float neg_inf = -__int_as_float(0x7f800000);
+  float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
+  __syncthreads();  // the previous head's merge has read s_part
+  float q[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) q[e] = a.q.load(h * hd + sub * E + e);
+  AttnState<E> st;
+  st.m = neg_inf;
+  st.l = 0.0f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) st.acc[e] = 0.0f;
+  const char* kbase = static_cast<const char*>(a.k.ptr) + (g * hd + sub * E) * kEsize;
+  const char* vbase = static_cast<const char*>(a.v.ptr) + (g * hd + sub * E) * kEsize;
+  const int64_t row_bytes = kv_row * kEsize;
+  const int64_t round = static_cast<int64_t>(nw) * kpw;  // keys per load round of the block
+  // jb is warp-uniform (every lane runs every shuffle); each lane's key is jb + u * round + kslot.
+  for (int64_t jb = a.j_begin + static_cast<int64_t>(warp) * kpw; jb < a.j_end; jb += round * kU) {
+    uint4 kk[kU], vv[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t j = jb + u * round + kslot;
+      if (j < a.j_end) {
+        kk[u] = *reinterpret_cast<const uint4*>(kbase + j * row_bytes);
+        vv[u] = *reinterpret_cast<const uint4*>(vbase + j * row_bytes);
+      } else {
+        kk[u] = make_uint4(0u, 0u, 0u, 0u);
+        vv[u] = make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      float kf[E];
+      unpack16<DT>(kk[u], kf);
+      float part = 0.0f;
+#pragma unroll
+      for (int e = 0; e < E; ++e) part = fmaf(q[e], kf[e], part);
+      for (int o = L / 2; o >= 1; o >>= 1) part += gpu::shfl_xor(part, o);  // within the key's L lanes
+      const int64_t j = jb + u * round + kslot;
+      if (j >= a.j_end) continue;
+      float sj = a.scale * part;
+      if (a.has_bias) sj += a.bias.load(j);
+      const float m_new = fmaxf(st.m, sj);
+      if (m_new == neg_inf) continue;  // masked key, nothing seen yet
+      const float alpha = expf(st.m - m_new);  // 0 when m is -inf
+      const float pj = expf(sj - m_new);
+      float v[E];
+      unpack16<DT>(vv[u], v);
+      st.l = st.l * alpha + pj;
+#pragma unroll
+      for (int e = 0; e < E; ++e) st.acc[e] = fmaf(pj, v[e], st.acc[e] * alpha);
+      st.m = m_new;
+    }
+  }
+  for (int o = L; o < gpu::kWarpSize; o <<= 1) {  // merge the key slots of the same dims
+    AttnState<E> other;
+    other.m = gpu::shfl_xor(st.m, o);
+    other.l = gpu::shfl_xor(st.l, o);
+#pragma unroll
+    for (int e = 0; e < E; ++e) other.acc[e] = gpu::shfl_xor(st.acc[e], o);
+    attn_merge(st, other);
+  }
+  float* mine = s_part + static_cast<int64_t>(warp) * (hd + 2);
+  if (kslot == 0) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) mine[sub * E + e] = st.acc[e];
+  }
+  if (lane == 0) {
+    mine[hd] = st.m;
+    mine[hd + 1] = st.l;
+  }
+  attention_merge_store(a, h, ctx);
+}
+
+/// Whether attention_head_vec may run: K and V contiguous, one float dtype, 16-byte aligned rows
+/// and head slices, and a row of hd elements spread over a power-of-two number of lanes.
+AMK_DEVICE bool attention_vec_ok(const AttentionTileArgs& a) {
+  if (!a.k.contiguous || !a.v.contiguous || a.k.dtype != a.v.dtype) return false;
+  const int64_t esize = a.k.dtype == AMK_DTYPE_F32 ? 4 : (a.k.dtype == AMK_DTYPE_BF16 || a.k.dtype == AMK_DTYPE_F16 ? 2 : 0);
+  if (esize == 0 || (a.head_dim * esize) % 16 != 0) return false;
+  if (((reinterpret_cast<uintptr_t>(a.k.ptr) | reinterpret_cast<uintptr_t>(a.v.ptr)) & 15u) != 0) return false;
+  const int64_t lanes = a.head_dim * esize / 16;
+  return lanes <= gpu::kWarpSize && (lanes & (lanes - 1)) == 0;
+}
 
 /// One head with PER dims per lane (hd <= PER * warp size).
 template <int PER>
@@ -79,31 +233,7 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
     mine[hd] = m;
     mine[hd + 1] = l;
   }
-  __syncthreads();
-  float big_m = neg_inf;
-  for (int w = 0; w < nw; ++w) big_m = fmaxf(big_m, s_part[w * (hd + 2) + hd]);
-  const int64_t o = h * a.out_width;
-  block_for(hd, [&](int64_t d) {
-    float num = 0.0f, den = 0.0f;
-    if (big_m != neg_inf) {
-      for (int w = 0; w < nw; ++w) {
-        const float* pw = s_part + static_cast<int64_t>(w) * (hd + 2);
-        if (pw[hd] == neg_inf) continue;
-        const float wt = expf(pw[hd] - big_m);
-        num = fmaf(wt, pw[d], num);
-        den = fmaf(wt, pw[hd + 1], den);
-      }
-    }
-    if (a.partial) {
-      a.out.store(o + d, num);
-      if (d == 0) {
-        a.out.store(o + hd, big_m);
-        a.out.store(o + hd + 1, den);
-      }
-    } else {
-      a.out.store(o + d, den > 0.0f ? num / den : 0.0f);
-    }
-  });
+  attention_merge_store(a, h, ctx);
 }
 
 /// ATTENTION_TILE, whole block. BAD_PARAMS for head_dim > kDeviceMaxHeadDim.
@@ -116,8 +246,13 @@ AMK_DEVICE_NOINLINE int32_t attention_tile_run(const amk_program_t& p, const amk
   if (a.head_dim > kDeviceMaxHeadDim || attention_smem_floats(a.head_dim, gpu::warp_count()) > ctx.work_floats)
     return AMK_DEVERR_BAD_PARAMS;
   constexpr int kLanes = gpu::kWarpSize;
+  const bool vec = attention_vec_ok(a);  // block-uniform (shared Args)
   for (int64_t h = a.h_begin; h < a.h_end; ++h) {
-    if (a.head_dim <= 2 * kLanes) attention_head<2>(a, h, ctx);
+    if (vec) {
+      if (a.k.dtype == AMK_DTYPE_BF16) attention_head_vec<AMK_DTYPE_BF16>(a, h, ctx);
+      else if (a.k.dtype == AMK_DTYPE_F16) attention_head_vec<AMK_DTYPE_F16>(a, h, ctx);
+      else attention_head_vec<AMK_DTYPE_F32>(a, h, ctx);
+    } else if (a.head_dim <= 2 * kLanes) attention_head<2>(a, h, ctx);
     else if (a.head_dim <= 4 * kLanes) attention_head<4>(a, h, ctx);
     else attention_head<kDeviceMaxHeadDim / kLanes>(a, h, ctx);
   }

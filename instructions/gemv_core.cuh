@@ -46,6 +46,27 @@ AMK_DEVICE float gemv_dot16(uint4 w, const float* xs, float acc) {
   return acc;
 }
 
+/// The elements of one 16-byte vector as floats (4 for F32, 8 for BF16 / F16).
+template <int DT>
+AMK_DEVICE void unpack16(uint4 w, float (&out)[DT == AMK_DTYPE_F32 ? 4 : 8]) {
+  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+  if constexpr (DT == AMK_DTYPE_F32) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = __uint_as_float(u[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (DT == AMK_DTYPE_BF16) {
+        out[2 * i] = __uint_as_float(u[i] << 16);
+        out[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+      } else {
+        out[2 * i] = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] & 0xffffu));
+        out[2 * i + 1] = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] >> 16));
+      }
+    }
+  }
+}
+
 /// One warp: acc[r] += W_row_r[chunk] . s_x[chunk] over `nvec` 16-byte vectors per row. The rows
 /// are in global memory (streamed through the non-coherent path) or, with kShared, in the
 /// kernel's shared-memory weight ring (consecutive lanes read consecutive 16 bytes: no bank

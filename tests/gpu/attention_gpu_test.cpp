@@ -13,7 +13,9 @@ using ir::Opcode;
 
 TEST_CASE("gpu ATTENTION_TILE matches the CPU reference (GQA, head_dim, dtypes)", "[gpu][op:attention_tile]") {
   gputest::require_gpu();
-  for (int64_t hd : {int64_t{64}, int64_t{128}}) {
+  // head_dim 64 / 128 take the 16-byte path for every dtype; 80 (10 or 20 lanes per row) and f32
+  // at 256 (64 lanes) the scalar one; bf16 / f16 at 256 the 16-byte path with a row per warp.
+  for (int64_t hd : {int64_t{64}, int64_t{80}, int64_t{128}, int64_t{256}}) {
     for (int64_t group : {int64_t{1}, int64_t{4}, int64_t{8}}) {
       for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
         const int64_t n_kv = 2, n_heads = n_kv * group, S = 300;
