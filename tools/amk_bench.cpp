@@ -225,6 +225,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65536))->capture_default_str();
   decode->add_option("--tiles-per-sm", dopt.tiling.tiles_per_sm, "built-in schedule: tiles of each projection per SM")
       ->check(CLI::Range(1, 1024))->capture_default_str();
+  decode->add_option("--lm-head-tiles-per-sm", dopt.tiling.lm_head_tiles_per_sm,
+                     "built-in schedule: LM head tiles per SM (0 = as the other projections)")
+      ->check(CLI::Range(0, 1024))->capture_default_str();
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");
   decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
   decode->add_flag("--json", json, "machine-readable output");

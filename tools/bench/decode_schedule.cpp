@@ -1,5 +1,6 @@
 // tools/bench/decode_schedule.cpp: the schedule amk-bench decode lowers with by default.
 #include <algorithm>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +31,11 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
                         {"down_proj", h, inter}, {"lm_head", model.vocab_size, h}};
   for (const Proj& p : projs) {
     int64_t rows = 0;
-    if (tiling.tile_kib > 0) {
+    const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";
+    if (lm_head_per_sm) {
+      const int64_t tiles = std::max<int64_t>(1, num_sms) * tiling.lm_head_tiles_per_sm;
+      rows = std::max<int64_t>(1, (p.n + tiles - 1) / tiles);
+    } else if (tiling.tile_kib > 0) {
       // Tiles of about tile_kib KiB of bf16 weights: the weight stream cuts them into ring-slot
       // chunks, so the size trades per-task costs against load balance (docs/PERFORMANCE.md).
       rows = std::max<int64_t>(1, tiling.tile_kib * 1024 / (p.k * 2));
