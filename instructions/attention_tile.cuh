@@ -51,6 +51,31 @@ struct AttnState {
   float m, l, acc[E];
 };
 
+/// The state before any key: m = -inf, l = 0, acc = 0.
+template <int E>
+AMK_DEVICE AttnState<E> attn_empty() {
+  AttnState<E> s;
+  s.m = -__int_as_float(0x7f800000);
+  s.l = 0.0f;
+#pragma unroll
+  for (int e = 0; e < E; ++e) s.acc[e] = 0.0f;
+  return s;
+}
+
+/// Add one key with score `sj` and value dims `v` (a masked key, sj = -inf, before any other
+/// changes nothing).
+template <int E>
+AMK_DEVICE void attn_add_key(AttnState<E>& s, float sj, const float (&v)[E]) {
+  const float m_new = fmaxf(s.m, sj);
+  if (m_new == -__int_as_float(0x7f800000)) return;  // masked key, nothing seen yet
+  const float alpha = expf(s.m - m_new);  // 0 when m is -inf
+  const float pj = expf(sj - m_new);
+  s.l = s.l * alpha + pj;
+#pragma unroll
+  for (int e = 0; e < E; ++e) s.acc[e] = fmaf(pj, v[e], s.acc[e] * alpha);
+  s.m = m_new;
+}
+
 /// Merge `o` into `s` (either may be empty: m = -inf, l = 0, acc = 0).
 template <int E>
 AMK_DEVICE void attn_merge(AttnState<E>& s, const AttnState<E>& o) {
@@ -80,17 +105,12 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
   const int kpw = gpu::kWarpSize / L;  // keys per warp load
   const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = gpu::warp_count();
   const int sub = lane % L, kslot = lane / L;
-  const float neg_inf = -__int_as_float(0x7f800000);
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
   __syncthreads();  // the previous head's merge has read s_part
   float q[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) q[e] = a.q.load(h * hd + sub * E + e);
-  AttnState<E> st;
-  st.m = neg_inf;
-  st.l = 0.0f;
-#pragma unroll
-  for (int e = 0; e < E; ++e) st.acc[e] = 0.0f;
+  AttnState<E> st = attn_empty<E>();
   const char* kbase = static_cast<const char*>(a.k.ptr) + (g * hd + sub * E) * kEsize;
   const char* vbase = static_cast<const char*>(a.v.ptr) + (g * hd + sub * E) * kEsize;
   const int64_t row_bytes = kv_row * kEsize;
@@ -121,16 +141,9 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
       if (j >= a.j_end) continue;
       float sj = a.scale * part;
       if (a.has_bias) sj += a.bias.load(j);
-      const float m_new = fmaxf(st.m, sj);
-      if (m_new == neg_inf) continue;  // masked key, nothing seen yet
-      const float alpha = expf(st.m - m_new);  // 0 when m is -inf
-      const float pj = expf(sj - m_new);
       float v[E];
       unpack16<DT>(vv[u], v);
-      st.l = st.l * alpha + pj;
-#pragma unroll
-      for (int e = 0; e < E; ++e) st.acc[e] = fmaf(pj, v[e], st.acc[e] * alpha);
-      st.m = m_new;
+      attn_add_key(st, sj, v);
     }
   }
   for (int o = L; o < gpu::kWarpSize; o <<= 1) {  // merge the key slots of the same dims
@@ -173,20 +186,18 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
   constexpr int kKeys = PER >= 8 ? 2 : 4;
   const int64_t hd = a.head_dim, kv_row = a.n_kv_heads * hd, g = h / a.group;
   const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = gpu::warp_count();
-  const float neg_inf = -__int_as_float(0x7f800000);
   float* s_q = ctx.s_work;
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
   __syncthreads();  // the previous head's merge has read s_part
   block_for(hd, [&](int64_t d) { s_q[d] = a.q.load(h * hd + d); });
   __syncthreads();
-  float q[PER], acc[PER];
+  float q[PER];
 #pragma unroll
   for (int t = 0; t < PER; ++t) {
     const int64_t d = lane + static_cast<int64_t>(t) * gpu::kWarpSize;
     q[t] = d < hd ? s_q[d] : 0.0f;
-    acc[t] = 0.0f;
   }
-  float m = neg_inf, l = 0.0f;
+  AttnState<PER> st = attn_empty<PER>();
   for (int64_t j0 = a.j_begin + warp; j0 < a.j_end; j0 += static_cast<int64_t>(nw) * kKeys) {
     float kk[kKeys][PER], vv[kKeys][PER], s[kKeys];
 #pragma unroll
@@ -213,25 +224,18 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
       if (j >= a.j_end) break;
       float sj = a.scale * s[u];
       if (a.has_bias) sj += a.bias.load(j);
-      const float m_new = fmaxf(m, sj);
-      if (m_new == neg_inf) continue;  // masked key, nothing seen yet
-      const float alpha = expf(m - m_new);  // 0 when m is -inf
-      const float pj = expf(sj - m_new);
-      l = l * alpha + pj;
-#pragma unroll
-      for (int t = 0; t < PER; ++t) acc[t] = fmaf(pj, vv[u][t], acc[t] * alpha);
-      m = m_new;
+      attn_add_key(st, sj, vv[u]);
     }
   }
   float* mine = s_part + static_cast<int64_t>(warp) * (hd + 2);
 #pragma unroll
   for (int t = 0; t < PER; ++t) {
     const int64_t d = lane + static_cast<int64_t>(t) * gpu::kWarpSize;
-    if (d < hd) mine[d] = acc[t];
+    if (d < hd) mine[d] = st.acc[t];
   }
   if (lane == 0) {
-    mine[hd] = m;
-    mine[hd + 1] = l;
+    mine[hd] = st.m;
+    mine[hd + 1] = st.l;
   }
   attention_merge_store(a, h, ctx);
 }

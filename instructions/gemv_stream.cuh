@@ -57,12 +57,12 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
 
 /// The per-(row, segment) partial sums of one chunk into s_part (see gemv_stream_chunk).
 template <int DT>
-AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows, float* s_part, const float* s_x) {
+AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows, int nseg, float* s_part,
+                                 const float* s_x) {
   constexpr int U = 4;
   constexpr int64_t kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;
   const int64_t row_vecs = a.mm.K / kEpv;
   const int warps = gpu::warp_count();
-  const int nseg = rows >= warps ? 1 : warps / rows;
   const int64_t seg_vecs = (row_vecs + nseg - 1) / nseg;
   const int items = rows * nseg;
   for (int it = gpu::warp_id(); it < items; it += warps) {
@@ -87,13 +87,13 @@ AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows,
 /// buffers from chunk to chunk, so the next chunk's writes never race this chunk's reads.
 AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const char* w, int64_t n0, int32_t rows, float scale,
                                   float* s_part, const DeviceCtx& ctx) {
-  const int32_t wdt = a.mm.w.dtype;
-  if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(a, w, rows, s_part, ctx.s_work);
-  else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(a, w, rows, s_part, ctx.s_work);
-  else gemv_stream_rows<AMK_DTYPE_F32>(a, w, rows, s_part, ctx.s_work);
-  __syncthreads();  // the slot's bytes are read and the partial sums written
   const int warps = gpu::warp_count();
-  const int nseg = rows >= warps ? 1 : warps / rows;
+  const int nseg = rows >= warps ? 1 : warps / rows;  // segments per row: every warp has a pair
+  const int32_t wdt = a.mm.w.dtype;
+  if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(a, w, rows, nseg, s_part, ctx.s_work);
+  else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(a, w, rows, nseg, s_part, ctx.s_work);
+  else gemv_stream_rows<AMK_DTYPE_F32>(a, w, rows, nseg, s_part, ctx.s_work);
+  __syncthreads();  // the slot's bytes are read and the partial sums written
   const int64_t r = a.mm.m_begin;
   for (int t = static_cast<int>(threadIdx.x); t < rows; t += static_cast<int>(blockDim.x)) {
     float v = 0.0f;

@@ -338,6 +338,24 @@ class CudaExecutor final : public Executor {
     ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
 
+  /// With the ring on, whether `inst` streams its weights: then `*entry` is its share of the
+  /// stream and `blob` its GemvPlan (one decode for both).
+  bool stream_share(const amk_program_t& view, const amk_instruction_t& inst, int64_t x_floats,
+                    gpuvm::WeightStreamEntry* entry, unsigned char* blob) const {
+    if (ring_slots_ == 0) return false;
+    if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) return false;
+    instructions::GemvPlan plan;
+    if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) return false;
+    const int64_t chunk = instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
+    const void* src = nullptr;
+    uint64_t bytes = 0;
+    instructions::gemv_weight_range(plan.mm, &src, &bytes);
+    if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) return false;
+    *entry = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
+    instructions::make_plan_blob(plan, inst.op, blob);
+    return true;
+  }
+
   /// Per queue slot, the task's host-decoded operands (instructions/task_blob.h) and, with the
   /// ring on, its share of the weight stream (persistent_kernel.cu): the bytes it takes from the
   /// ring, decided by gemv_stream_chunk_bytes(), with a GemvPlan as its blob. Everything is
@@ -359,19 +377,8 @@ class CudaExecutor final : public Executor {
     for (size_t q = 0; q < n; ++q) {
       const amk_instruction_t& inst = view.instructions[view.sm_queue[q]];
       unsigned char* blob = blobs.data() + q * blob_bytes;
-      (void)instructions::predecode_task(view, inst, blob);  // tag -1 when it does not decode
-      if (ring_slots_ == 0) continue;
-      if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) continue;
-      instructions::GemvPlan plan;
-      if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) continue;
-      const int64_t chunk = instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
-      const void* src = nullptr;
-      uint64_t bytes = 0;
-      instructions::gemv_weight_range(plan.mm, &src, &bytes);
-      if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) continue;
-      table[q] = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
-      instructions::make_plan_blob(plan, inst.op, blob);
-      ++report_.streamed_tasks;
+      if (stream_share(view, inst, x_floats, &table[q], blob)) ++report_.streamed_tasks;
+      else (void)instructions::predecode_task(view, inst, blob);  // tag -1 when it does not decode
     }
     // One allocation: [stream entries | blobs] (blobs 256-byte aligned; the kernel copies them
     // word by word).

@@ -1,12 +1,13 @@
 // vm/cuda/persistent_kernel.cu: the persistent megakernel. Block b is worker b: it walks
 // sm_queue[sm_queue_offsets[b] .. sm_queue_offsets[b + 1]) in order. Per task: copy the
 // instruction and the task's host-decoded operands (args.blobs, instructions/task_blob.h: the
-// micro-kernels then skip their device decode) to shared memory; thread 0 tops up the weight stream (below) and waits until every
-// counter reaches (epoch - 1) * producers[c] + threshold (relaxed polls, one acquire fence, rare
-// checks of the device error slot and the host-mapped abort flag); the block runs the task; after
-// a barrier thread 0 releases +1 on out_counter and records progress. The first error wins the
-// slot (atomicCAS) and the block leaves; the others see the slot in their waits and leave too.
-// Never __trap: it would kill the context and the executor could not report or continue.
+// micro-kernels then skip their device decode) to shared memory; thread 0 tops up the weight
+// stream (below) and waits until every counter reaches (epoch - 1) * producers[c] + threshold
+// (relaxed polls, one acquire fence, rare checks of the device error slot and the host-mapped
+// abort flag); the block runs the task; after a barrier thread 0 releases +1 on out_counter and
+// records progress. The first error wins the slot (atomicCAS) and the block leaves; the others
+// see the slot in their waits and leave too. Never __trap: it would kill the context and the
+// executor could not report or continue.
 //
 // The weight stream (sm_90, args.ring_slots > 0): weights never depend on activations, so an SM
 // can read its queue's weights long before the tasks that use them may run. The host lists, per
@@ -14,8 +15,8 @@
 // that list as one continuous byte stream cut into chunks of whole rows, and keeps every ring
 // slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier. Tasks
 // consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk, from a GemvPlan the
-// host decoded, in the task's blob), and each freed
-// slot is refilled at once, with the next chunk of this task or of a later one. So an SM's HBM
+// host decoded, in the task's blob), and each freed slot is refilled at once, with the next
+// chunk of this task or of a later one. So an SM's HBM
 // stream does not stop at task boundaries, counter waits or stage barriers, and a task's size no
 // longer decides how many bytes are in flight. Tasks whose weights do not fit the stream (odd
 // layouts, batch > 1, rows longer than a slot) load them from global memory as before, with an
@@ -90,13 +91,24 @@ __device__ void prefetch_weights(const amk_program_t& p, int32_t* next, int32_t 
 }
 
 #if AMK_HAVE_BULK_COPY
-/// The weight stream's producer, thread 0 only. Chunks are numbered in stream order; chunk n
-/// goes to slot n % slots and completes phase n / slots of that slot's mbarrier.
-struct StreamProducer {
-  const WeightStreamEntry* table;
-  char* ring;
+/// The ring in dynamic shared memory, the same in every thread. Chunks are numbered in stream
+/// order; chunk n lives in slot n % slots and completes phase n / slots of that slot's mbarrier.
+struct RingView {
+  char* base;
   uint64_t* bars;
   int32_t slots, slot_bytes;
+
+  __device__ char* slot(int32_t n) const { return base + static_cast<int64_t>(n % slots) * slot_bytes; }
+  __device__ uint64_t* bar(int32_t n) const { return &bars[n % slots]; }
+  /// Every calling thread: wait until chunk n has landed (its bytes are then visible to it).
+  __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
+};
+
+/// The weight stream's producer, thread 0 only: walks the table of this worker's queue slots and
+/// issues their chunks in order.
+struct StreamProducer {
+  const WeightStreamEntry* table;
+  RingView ring;
   int32_t end;             ///< one past this worker's last queue slot
   int32_t q;               ///< queue slot whose chunks are being issued
   WeightStreamEntry cur;   ///< table[q]
@@ -104,13 +116,9 @@ struct StreamProducer {
   uint32_t offset;         ///< bytes of cur already issued
   int32_t issued;          ///< chunks issued so far
 
-  __device__ void start(const WeightStreamEntry* t, char* r, uint64_t* b, int32_t s, int32_t sb, int32_t begin,
-                        int32_t e) {
+  __device__ void start(const WeightStreamEntry* t, const RingView& r, int32_t begin, int32_t e) {
     table = t;
     ring = r;
-    bars = b;
-    slots = s;
-    slot_bytes = sb;
     end = e;
     q = begin;
     offset = 0;
@@ -122,7 +130,7 @@ struct StreamProducer {
   /// Issue chunks until `slots` are in flight beyond `consumed` or the queue's weights are all
   /// issued. An entry with chunk_bytes 0 is skipped (its task then refuses it: no hang).
   __device__ void top_up(int32_t consumed) {
-    while (issued - consumed < slots) {
+    while (issued - consumed < ring.slots) {
       while (q < end && (offset >= cur.bytes || cur.chunk_bytes == 0)) {
         ++q;
         offset = 0;
@@ -132,9 +140,7 @@ struct StreamProducer {
       if (q >= end) return;
       const uint32_t left = cur.bytes - offset;
       const uint32_t n = left < cur.chunk_bytes ? left : cur.chunk_bytes;
-      const int32_t slot = issued % slots;
-      gpu::bulk_copy_to_shared(ring + static_cast<int64_t>(slot) * slot_bytes,
-                               static_cast<const char*>(cur.src) + offset, n, &bars[slot]);
+      gpu::bulk_copy_to_shared(ring.slot(issued), static_cast<const char*>(cur.src) + offset, n, ring.bar(issued));
       offset += n;
       ++issued;
     }
@@ -143,7 +149,7 @@ struct StreamProducer {
   /// Wait until every chunk issued beyond `consumed` has landed: no bulk copy may still be
   /// writing into this block's shared memory when the block leaves.
   __device__ void drain(int32_t consumed) {
-    for (int32_t n = consumed; n < issued; ++n) gpu::mbarrier_wait_parity(&bars[n % slots], (n / slots) & 1);
+    for (int32_t n = consumed; n < issued; ++n) ring.wait(n);
   }
 };
 
@@ -151,13 +157,12 @@ struct StreamProducer {
 /// in order, refilling each freed slot. `consumed` is the block's count of consumed chunks (every
 /// thread keeps the same value).
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const WeightStreamEntry& e, const DeviceCtx& ctx,
-                                char* ring, uint64_t* bars, int32_t slots, int32_t slot_bytes,
-                                float (*part)[instructions::kStreamPartials], StreamProducer& producer,
-                                int32_t* consumed) {
+                                const RingView& ring, float (*part)[instructions::kStreamPartials],
+                                StreamProducer& producer, int32_t* consumed) {
   const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
   const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
   // The host admitted the task (gemv_stream_chunk_bytes); these are this code's own limits.
-  if (row_bytes <= 0 || e.chunk_bytes % row_bytes != 0 || e.chunk_bytes > static_cast<uint32_t>(slot_bytes) ||
+  if (row_bytes <= 0 || e.chunk_bytes % row_bytes != 0 || e.chunk_bytes > static_cast<uint32_t>(ring.slot_bytes) ||
       plan.mm.m_end - plan.mm.m_begin != 1 || plan.mm.K > cap)
     return AMK_DEVERR_BAD_PARAMS;
   const int64_t rows_per_chunk = e.chunk_bytes / row_bytes;
@@ -167,10 +172,8 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
     const int64_t left = plan.mm.n_end - n0;
     const int32_t rows = static_cast<int32_t>(left < rows_per_chunk ? left : rows_per_chunk);
     const int32_t c = *consumed;
-    const int32_t slot = c % slots;
-    gpu::mbarrier_wait_parity(&bars[slot], (c / slots) & 1);  // every thread sees the bytes land
-    instructions::gemv_stream_chunk(plan, ring + static_cast<int64_t>(slot) * slot_bytes, n0, rows, scale, part[c & 1],
-                                    ctx);
+    ring.wait(c);  // every thread sees the bytes land
+    instructions::gemv_stream_chunk(plan, ring.slot(c), n0, rows, scale, part[c & 1], ctx);
     *consumed = c + 1;  // gemv_stream_chunk's barrier: the slot is free
     if (threadIdx.x == 0) producer.top_up(*consumed);
   }
@@ -188,8 +191,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   const int32_t end = args.prog.sm_queue_offsets[worker + 1];
 #if AMK_HAVE_BULK_COPY
   const bool streaming = args.ring_slots > 0 && args.stream != nullptr && args.blobs != nullptr;
-  const int32_t slots = args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots;
-  char* const ring = reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4;
+  const RingView ring{reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4, s.ring_bar,
+                      args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots, args.ring_slot_bytes};
   StreamProducer producer;  // meaningful in thread 0 only
   int32_t consumed = 0;     // chunks consumed by this block; the same in every thread
 #endif  // AMK_HAVE_BULK_COPY
@@ -200,8 +203,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     s.stop = 0;
 #if AMK_HAVE_BULK_COPY
     if (streaming) {
-      for (int i = 0; i < slots; ++i) gpu::mbarrier_init(&s.ring_bar[i]);
-      producer.start(args.stream, ring, s.ring_bar, slots, args.ring_slot_bytes, begin, end);
+      for (int i = 0; i < ring.slots; ++i) gpu::mbarrier_init(&s.ring_bar[i]);
+      producer.start(args.stream, ring, begin, end);
     }
 #endif  // AMK_HAVE_BULK_COPY
   }
@@ -253,7 +256,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         rc = ctx.blob == nullptr || ctx.blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value
                  ? AMK_DEVERR_BAD_PARAMS
                  : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), s.entry, ctx, ring,
-                                s.ring_bar, slots, args.ring_slot_bytes, s.part, producer, &consumed);
+                                s.part, producer, &consumed);
       else
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, s.inst, ctx);
