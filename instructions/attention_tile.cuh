@@ -15,10 +15,10 @@ namespace amk::instructions {
 /// normalised output, or [acc, m, l] with PARTIAL_WRITE. Whole block.
 AMK_DEVICE void attention_merge_store(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
   const int64_t hd = a.head_dim;
-  const int nw = gpu::warp_count();
+  const int nw = compute_warps();
   const float neg_inf = -__int_as_float(0x7f800000);
   const float* s_part = ctx.s_work + hd;
-  __syncthreads();
+  compute_barrier();
   float big_m = neg_inf;
   for (int w = 0; w < nw; ++w) big_m = fmaxf(big_m, s_part[w * (hd + 2) + hd]);
   const int64_t o = h * a.out_width;
@@ -103,10 +103,10 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
   const int64_t hd = a.head_dim, kv_row = a.n_kv_heads * hd, g = h / a.group;
   const int L = static_cast<int>(hd / E);
   const int kpw = gpu::kWarpSize / L;  // keys per warp load
-  const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = gpu::warp_count();
+  const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = compute_warps();
   const int sub = lane % L, kslot = lane / L;
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
-  __syncthreads();  // the previous head's merge has read s_part
+  compute_barrier();  // the previous head's merge has read s_part
   float q[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) q[e] = a.q.load(h * hd + sub * E + e);
@@ -185,12 +185,12 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
   // trips, is what binds; docs/PERFORMANCE.md row 18).
   constexpr int kKeys = PER >= 8 ? 2 : 4;
   const int64_t hd = a.head_dim, kv_row = a.n_kv_heads * hd, g = h / a.group;
-  const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = gpu::warp_count();
+  const int lane = gpu::lane_id(), warp = gpu::warp_id(), nw = compute_warps();
   float* s_q = ctx.s_work;
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
-  __syncthreads();  // the previous head's merge has read s_part
+  compute_barrier();  // the previous head's merge has read s_part
   block_for(hd, [&](int64_t d) { s_q[d] = a.q.load(h * hd + d); });
-  __syncthreads();
+  compute_barrier();
   float q[PER];
 #pragma unroll
   for (int t = 0; t < PER; ++t) {
@@ -247,7 +247,7 @@ AMK_DEVICE_NOINLINE int32_t attention_tile_run(const amk_program_t& p, const amk
       s_args, ctx, [&](AttentionTileArgs* out) { return decode_attention_tile(p, inst, out); },
       [&](AttentionTileArgs* out) { return bind_attention_tile_step(p, inst, out); }));
   const AttentionTileArgs& a = *s_args;
-  if (a.head_dim > kDeviceMaxHeadDim || attention_smem_floats(a.head_dim, gpu::warp_count()) > ctx.work_floats)
+  if (a.head_dim > kDeviceMaxHeadDim || attention_smem_floats(a.head_dim, compute_warps()) > ctx.work_floats)
     return AMK_DEVERR_BAD_PARAMS;
   constexpr int kLanes = gpu::kWarpSize;
   const bool vec = attention_vec_ok(a);  // block-uniform (shared Args)

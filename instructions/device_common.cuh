@@ -7,11 +7,35 @@
 #include <new>
 
 #include "targets/gpu.h"  // first: it defines AMK_HD for device compilation
+#include "instructions/block_geometry.h"
 #include "instructions/common/tensor.h"
 #include "instructions/device_limits.cuh"
 #include "instructions/task_blob.h"
 
 namespace amk::instructions {
+
+// Micro-kernels run on the block's compute warps only (block_geometry.h): they size loops,
+// reductions and barriers with these, never with blockDim, gpu::warp_count or __syncthreads.
+
+/// Compute threads and warps of the block (compile-time constants: strides fold).
+AMK_DEVICE constexpr int64_t block_threads() { return kComputeThreads; }
+AMK_DEVICE constexpr int compute_warps() { return kComputeWarps; }
+/// This thread's index among the compute threads.
+AMK_DEVICE int64_t block_tid() { return static_cast<int64_t>(threadIdx.x); }
+/// Barrier over the compute warps.
+AMK_DEVICE void compute_barrier() { gpu::named_barrier(kComputeBarrier, kComputeThreads); }
+/// compute_barrier that returns whether any compute thread passed a nonzero `pred`.
+AMK_DEVICE bool compute_any(int pred) { return gpu::named_barrier_any(kComputeBarrier, kComputeThreads, pred); }
+/// Sum / max (NaN-ignoring) over the compute warps; every compute thread gets it. `s_red` holds
+/// kMaxWarps floats; contains barriers.
+AMK_DEVICE float compute_sum(float v, float* s_red) {
+  return gpu::reduce_over_warps(v, s_red, kComputeWarps, [](float x) { return gpu::warp_sum(x); }, gpu::WarpAdd{},
+                                [] { compute_barrier(); });
+}
+AMK_DEVICE float compute_max(float v, float* s_red) {
+  return gpu::reduce_over_warps(v, s_red, kComputeWarps, [](float x) { return gpu::warp_max(x); }, gpu::WarpFmax{},
+                                [] { compute_barrier(); });
+}
 
 /// Shared memory a micro-kernel may use while it runs (contents undefined on entry).
 struct DeviceCtx {
@@ -48,17 +72,16 @@ AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode,
     static_assert(sizeof(Args) % 4 == 0, "blob copies are word by word");
     const auto* src = reinterpret_cast<const int32_t*>(blob + 1);
     auto* dst = reinterpret_cast<int32_t*>(out);
-    for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(Args) / 4); i += static_cast<int>(blockDim.x))
-      dst[i] = src[i];
-    __syncthreads();
+    for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(Args) / 4); i += kComputeThreads) dst[i] = src[i];
+    compute_barrier();
     if (threadIdx.x == 0) s_rc = bind(out);
   } else if (threadIdx.x == 0) {
     new (out) Args{};  // shared_args() storage is raw bytes: begin the object's lifetime here
     s_rc = decode(out);
   }
-  __syncthreads();
+  compute_barrier();
   const int32_t rc = s_rc;
-  __syncthreads();  // every thread has read s_rc before the next task's decode rewrites it
+  compute_barrier();  // every thread has read s_rc before the next task's decode rewrites it
   return rc;
 }
 
@@ -68,8 +91,5 @@ AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode)
   return decode_once(out, ctx, decode, [](Args*) { return static_cast<int32_t>(AMK_DEVERR_NONE); });
 }
 
-/// Thread index and count of the block as int64 (elementwise loops over numel).
-AMK_DEVICE int64_t block_tid() { return static_cast<int64_t>(threadIdx.x); }
-AMK_DEVICE int64_t block_threads() { return static_cast<int64_t>(blockDim.x); }
 
 }  // namespace amk::instructions

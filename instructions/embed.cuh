@@ -17,7 +17,7 @@ AMK_DEVICE_NOINLINE int32_t embed_run(const amk_program_t& p, const amk_instruct
     const int32_t id = embed_id(a, m);
     if (id < 0 || id >= a.vocab) bad = 1;
   });
-  if (gpu::block_any(bad)) return AMK_DEVERR_INDEX_OUT_OF_RANGE;
+  if (compute_any(bad)) return AMK_DEVERR_INDEX_OUT_OF_RANGE;
   block_for(a.ids.numel * a.hidden, [&](int64_t e) {
     const int64_t m = e / a.hidden, h = e - m * a.hidden;
     a.y.store(e, a.table.load(static_cast<int64_t>(embed_id(a, m)) * a.hidden + h));

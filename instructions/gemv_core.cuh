@@ -124,7 +124,7 @@ AMK_DEVICE float gemv_rms_scale(const MatmulArgs& mm, int64_t r, float eps, cons
       ss = fmaf(v, v, ss);
     }
   }
-  return rms_inv(gpu::block_sum(ss, ctx.s_red), K, eps);
+  return rms_inv(compute_sum(ss, ctx.s_red), K, eps);
 }
 
 /// s_x[k] = prologue(x[r, c0 + k]) for k < len (fp32; RMSNORM multiplies by `scale` and norm_w).
@@ -173,7 +173,7 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
   const bool vec = mm.w.contiguous && (K * esize) % 16 == 0 && (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) == 0;
   const char* wbase = static_cast<const char*>(mm.w.ptr);
   const int warp = gpu::warp_id(), lane = gpu::lane_id();
-  const int64_t batch = static_cast<int64_t>(gpu::warp_count()) * R;
+  const int64_t batch = static_cast<int64_t>(compute_warps()) * R;
   float* s_x = ctx.s_work;  // [chunk] fp32
 
   for (int64_t r = mm.m_begin; r < mm.m_end; ++r) {
@@ -193,9 +193,9 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
         const int64_t c0 = c * chunk;
         const int64_t len = K - c0 < chunk ? K - c0 : chunk;
         if (c != staged) {  // uniform: every warp walks the same batches and chunks
-          __syncthreads();
+          compute_barrier();
           gemv_stage_x(mm, prologue, aux, scale, r, c0, len, s_x);
-          __syncthreads();
+          compute_barrier();
           staged = c;
         }
         if (vec) {

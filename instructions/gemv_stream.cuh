@@ -25,10 +25,10 @@ inline constexpr int kStreamPartials = kStreamChunkMaxRows > gpu::kMaxWarps ? st
 AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
   const int64_t K = a.mm.K, r = a.mm.m_begin;
   float* const s_x = ctx.s_work;
-  __syncthreads();  // the previous task's last reads of s_work are done
+  compute_barrier();  // the previous task's last reads of s_work are done
   if (a.prologue != kGemvRmsNorm) {
     gemv_stage_x(a.mm, a.prologue, a.aux, 1.0f, r, 0, K, s_x);
-    __syncthreads();
+    compute_barrier();
     return 1.0f;
   }
   float ss = 0.0f;
@@ -52,7 +52,7 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
       s_x[k] = v * a.aux.load(k);
     }
   }
-  return rms_inv(gpu::block_sum(ss, ctx.s_red), K, a.eps);  // block_sum's barriers publish s_x
+  return rms_inv(compute_sum(ss, ctx.s_red), K, a.eps);  // block_sum's barriers publish s_x
 }
 
 /// The per-(row, segment) partial sums of one chunk into s_part (see gemv_stream_chunk).
@@ -62,7 +62,7 @@ AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows,
   constexpr int U = 4;
   constexpr int64_t kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;
   const int64_t row_vecs = a.mm.K / kEpv;
-  const int warps = gpu::warp_count();
+  const int warps = compute_warps();
   const int64_t seg_vecs = (row_vecs + nseg - 1) / nseg;
   const int items = rows * nseg;
   for (int it = gpu::warp_id(); it < items; it += warps) {
@@ -87,15 +87,15 @@ AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows,
 /// buffers from chunk to chunk, so the next chunk's writes never race this chunk's reads.
 AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const char* w, int64_t n0, int32_t rows, float scale,
                                   float* s_part, const DeviceCtx& ctx) {
-  const int warps = gpu::warp_count();
+  const int warps = compute_warps();
   const int nseg = rows >= warps ? 1 : warps / rows;  // segments per row: every warp has a pair
   const int32_t wdt = a.mm.w.dtype;
   if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(a, w, rows, nseg, s_part, ctx.s_work);
   else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(a, w, rows, nseg, s_part, ctx.s_work);
   else gemv_stream_rows<AMK_DTYPE_F32>(a, w, rows, nseg, s_part, ctx.s_work);
-  __syncthreads();  // the slot's bytes are read and the partial sums written
+  compute_barrier();  // the slot's bytes are read and the partial sums written
   const int64_t r = a.mm.m_begin;
-  for (int t = static_cast<int>(threadIdx.x); t < rows; t += static_cast<int>(blockDim.x)) {
+  for (int t = static_cast<int>(threadIdx.x); t < rows; t += kComputeThreads) {
     float v = 0.0f;
     for (int s = 0; s < nseg; ++s) v += s_part[t * nseg + s];
     v *= scale;

@@ -16,13 +16,13 @@ AMK_DEVICE_NOINLINE int32_t layer_norm_run(const amk_program_t& p, const amk_ins
   for (int64_t r = 0; r < a.rows; ++r) {
     float s = 0.0f;
     block_for(H, [&](int64_t h) { s += a.x.load(r * H + h); });
-    const float mean = gpu::block_sum(s, ctx.s_red) / n;
+    const float mean = compute_sum(s, ctx.s_red) / n;
     float sq = 0.0f;
     block_for(H, [&](int64_t h) {
       const float d = a.x.load(r * H + h) - mean;
       sq = fmaf(d, d, sq);
     });
-    const float inv = 1.0f / sqrtf(gpu::block_sum(sq, ctx.s_red) / n + a.eps);
+    const float inv = 1.0f / sqrtf(compute_sum(sq, ctx.s_red) / n + a.eps);
     block_for(H, [&](int64_t h) {
       const float b = a.has_bias ? a.b.load(h) : 0.0f;
       a.y.store(r * H + h, (a.x.load(r * H + h) - mean) * inv * a.w.load(h) + b);

@@ -19,7 +19,7 @@ AMK_DEVICE_NOINLINE int32_t rms_norm_run(const amk_program_t& p, const amk_instr
       const float v = a.x.load(r * H + h);
       ss = fmaf(v, v, ss);
     });
-    const float inv = rms_inv(gpu::block_sum(ss, ctx.s_red), H, a.eps);
+    const float inv = rms_inv(compute_sum(ss, ctx.s_red), H, a.eps);
     block_for(H, [&](int64_t h) { a.y.store(r * H + h, a.x.load(r * H + h) * inv * a.w.load(h)); });
   }
   return AMK_DEVERR_NONE;

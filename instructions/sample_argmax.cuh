@@ -77,11 +77,11 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
     s_v[gpu::warp_id()] = best_v;
     s_i[gpu::warp_id()] = best_i;
   }
-  __syncthreads();
+  compute_barrier();
   if (threadIdx.x == 0) {
     float v = s_v[0];
     int idx = s_i[0];
-    for (int w = 1; w < gpu::warp_count(); ++w) {
+    for (int w = 1; w < compute_warps(); ++w) {
       if (s_i[w] != kNone && (idx == kNone || argmax_better(s_v[w], s_i[w], v, idx))) {
         v = s_v[w];
         idx = s_i[w];

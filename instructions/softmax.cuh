@@ -17,13 +17,13 @@ AMK_DEVICE_NOINLINE int32_t softmax_run(const amk_program_t& p, const amk_instru
   for (int64_t r = 0; r < a.rows; ++r) {
     float m = neg_inf;
     block_for(C, [&](int64_t c) { m = fmaxf(m, a.x.load(r * C + c)); });
-    m = gpu::block_max(m, ctx.s_red);
+    m = compute_max(m, ctx.s_red);
     if (m == neg_inf) {
       block_for(C, [&](int64_t c) { a.y.store(r * C + c, 0.0f); });
     } else {
       float s = 0.0f;
       block_for(C, [&](int64_t c) { s += expf(a.x.load(r * C + c) - m); });
-      const float total = gpu::block_sum(s, ctx.s_red);
+      const float total = compute_sum(s, ctx.s_red);
       block_for(C, [&](int64_t c) { a.y.store(r * C + c, expf(a.x.load(r * C + c) - m) / total); });
     }
   }

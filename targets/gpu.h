@@ -185,6 +185,17 @@ AMK_DEVICE int warp_id() { return static_cast<int>(threadIdx.x) / kWarpSize; }
 /// Warps in this block.
 AMK_DEVICE int warp_count() { return static_cast<int>(blockDim.x) / kWarpSize; }
 
+/// Memory ordering and reconvergence among the lanes of this warp (all lanes call it).
+AMK_DEVICE void warp_sync() {
+#ifdef AMK_USE_HIP
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+  __syncwarp();
+#endif  // AMK_USE_HIP
+}
+
 /// Butterfly exchange within a warp (every lane participates).
 AMK_DEVICE float shfl_xor(float v, int mask) {
 #ifdef AMK_USE_HIP
@@ -202,6 +213,13 @@ AMK_DEVICE int shfl_xor(int v, int mask) {
 }
 /// Lane `src`'s value (every lane participates).
 AMK_DEVICE float shfl(float v, int src) {
+#ifdef AMK_USE_HIP
+  return __shfl(v, src, kWarpSize);
+#else
+  return __shfl_sync(0xffffffffu, v, src, kWarpSize);
+#endif  // AMK_USE_HIP
+}
+AMK_DEVICE int shfl(int v, int src) {
 #ifdef AMK_USE_HIP
   return __shfl(v, src, kWarpSize);
 #else
@@ -230,7 +248,38 @@ AMK_DEVICE void block_barrier() { __syncthreads(); }
 /// Barrier that also returns whether any thread passed a nonzero `pred`.
 AMK_DEVICE bool block_any(int pred) { return __syncthreads_or(pred) != 0; }
 
-/// Barrier after which thread 0 may publish the whole block's global writes with one
+/// Barrier `id` (1..15) over the first `threads` threads of the block (a multiple of kWarpSize),
+/// so that other warps may run on without taking part: the persistent kernel's compute warps
+/// synchronise among themselves while its loader warp streams. Barrier 0 is __syncthreads'.
+/// AMD workgroups have a single barrier: there `threads` must be the whole block (amk runs no
+/// loader warp on HIP, instructions/block_geometry.h) and this is __syncthreads.
+AMK_DEVICE void named_barrier(int id, int threads) {
+#ifdef AMK_USE_HIP
+  (void)id;
+  (void)threads;
+  __syncthreads();
+#else
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+#endif  // AMK_USE_HIP
+}
+/// named_barrier that also returns whether any of the `threads` passed a nonzero `pred`.
+AMK_DEVICE bool named_barrier_any(int id, int threads, int pred) {
+#ifdef AMK_USE_HIP
+  (void)id;
+  (void)threads;
+  return __syncthreads_or(pred) != 0;
+#else
+  int any;
+  asm volatile(
+      "{\n .reg .pred p, q;\n setp.ne.s32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.s32 %0, 1, 0, q;\n}\n"
+      : "=r"(any)
+      : "r"(pred), "r"(id), "r"(threads)
+      : "memory");
+  return any != 0;
+#endif  // AMK_USE_HIP
+}
+
+/// Barrier after which thread 0 may publish the participating threads' global writes with one
 /// atomic_add_release_gpu. Every thread calls it after its last write of the task.
 /// CUDA: the barrier suffices (bar.sync orders the block's writes before thread 0's fence, and
 /// the PTX model makes that release cumulative). AMD: a release in one wavefront only waits for
@@ -240,33 +289,67 @@ AMK_DEVICE bool block_any(int pred) { return __syncthreads_or(pred) != 0; }
 /// has omitted it for other targets' workgroup fences). So each thread first makes its own writes
 /// agent-visible (agent-scope release fence: its stores reach L2), then the barrier; on gfx90a
 /// this compiles to the same instructions as the plain barrier (docs/HIP.md).
-AMK_DEVICE void block_barrier_release() {
+AMK_DEVICE void named_barrier_release(int id, int threads) {
 #ifdef AMK_USE_HIP
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
 #endif  // AMK_USE_HIP
-  __syncthreads();
+  named_barrier(id, threads);
+}
+
+/// A reduction over `warps` warps (the block's first ones): each warp reduces with `warp_op`,
+/// lane 0 parks the result in s_red, `barrier()` publishes, every thread folds s_red in the same
+/// order with `op`, and a second barrier frees s_red for the next reduction.
+template <typename WarpOp, typename Op, typename Barrier>
+AMK_DEVICE float reduce_over_warps(float v, float* s_red, int warps, WarpOp warp_op, Op op, Barrier barrier) {
+  v = warp_op(v);
+  if (lane_id() == 0) s_red[warp_id()] = v;
+  barrier();
+  float t = s_red[0];
+  for (int w = 1; w < warps; ++w) t = op(t, s_red[w]);
+  barrier();
+  return t;
 }
 
 /// Sum over the block; every thread gets the total. `s_red` holds kMaxWarps floats (shared).
 /// Contains barriers: every thread of the block must call it.
 AMK_DEVICE float block_sum(float v, float* s_red) {
-  v = warp_sum(v);
-  if (lane_id() == 0) s_red[warp_id()] = v;
-  __syncthreads();
-  float t = 0.0f;
-  for (int w = 0; w < warp_count(); ++w) t += s_red[w];  // same order in every thread
-  __syncthreads();
-  return t;
+  return reduce_over_warps(v, s_red, warp_count(), [](float x) { return warp_sum(x); }, WarpAdd{},
+                           [] { __syncthreads(); });
 }
 /// Max over the block (NaN-ignoring); every thread gets it. Same contract as block_sum.
 AMK_DEVICE float block_max(float v, float* s_red) {
-  v = warp_max(v);
-  if (lane_id() == 0) s_red[warp_id()] = v;
-  __syncthreads();
-  float t = s_red[0];
-  for (int w = 1; w < warp_count(); ++w) t = fmaxf(t, s_red[w]);
-  __syncthreads();
-  return t;
+  return reduce_over_warps(v, s_red, warp_count(), [](float x) { return warp_max(x); }, WarpFmax{},
+                           [] { __syncthreads(); });
+}
+
+/// Block-scope release store and acquire load of a word in shared memory: one warp hands another
+/// a filled buffer (the persistent kernel's loader warp and its compute warps).
+AMK_DEVICE void store_release_cta(int32_t* p, int32_t v) {
+#ifdef AMK_USE_HIP
+  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_WORKGROUP);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("st.release.cta.shared.s32 [%0], %1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(v)
+               : "memory");
+#else
+  __threadfence_block();
+  *reinterpret_cast<volatile int32_t*>(p) = v;
+#endif  // AMK_USE_HIP
+}
+AMK_DEVICE int32_t load_acquire_cta(const int32_t* p) {
+#ifdef AMK_USE_HIP
+  return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  int32_t v;
+  asm volatile("ld.acquire.cta.shared.s32 %0, [%1];"
+               : "=r"(v)
+               : "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p)))
+               : "memory");
+  return v;
+#else
+  const int32_t v = *reinterpret_cast<const volatile int32_t*>(p);
+  __threadfence_block();
+  return v;
+#endif  // AMK_USE_HIP
 }
 
 /// Device-scope acquire load of a counter: later reads see what the releasing producer wrote.

@@ -18,11 +18,13 @@ namespace amk::gpu {
 #if AMK_HAVE_BULK_COPY
 AMK_DEVICE uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
-/// One thread: make `bar` a barrier of one arrival per phase, visible to the async proxy.
-AMK_DEVICE void mbarrier_init(uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+/// One thread: make `bar` a barrier of `arrivals` arrivals per phase. Follow the inits with one
+/// mbarrier_init_fence() before the block's first barrier.
+AMK_DEVICE void mbarrier_init(uint64_t* bar, uint32_t arrivals = 1) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(arrivals) : "memory");
 }
+/// The initialising thread: make its mbarrier inits visible to the async proxy (bulk copies).
+AMK_DEVICE void mbarrier_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 
 /// One thread: copy `bytes` (a multiple of 16, both addresses 16-byte aligned) from global `src`
 /// to shared `dst`; the current phase of `bar` completes when every byte has landed. The generic
@@ -35,6 +37,24 @@ AMK_DEVICE void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, 
                    smem_addr(dst)),
                "l"(src), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
+}
+
+/// One thread: arrive on `bar` (release at CTA scope: this thread's earlier writes, and those it
+/// has observed, are visible to whoever sees the phase complete).
+AMK_DEVICE void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+/// Any thread, without blocking: whether the phase of `bar` with parity `parity` has completed
+/// (acquire at CTA scope when it has).
+AMK_DEVICE bool mbarrier_test_parity(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
 }
 
 /// Any thread: wait until the phase of `bar` with parity `parity` has completed (the copy's bytes

@@ -111,6 +111,16 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
     INFO(st.message());
     CHECK(st.is_ok());
   }
+  // The loader warp's two jobs at their extremes: staging one task at a time (the stream runs
+  // ahead of the staged tasks) and four (staged tasks run ahead of the stream).
+  for (int staged : {1, 4}) {
+    ScopedEnv slots("AMK_RING_SLOTS", "3"), kib("AMK_RING_SLOT_KIB", "8");
+    gputest::CompareOptions o;
+    o.staged_tasks = staged;
+    Status st = gputest::compare_with_cpu(p, o);
+    INFO("ring 3 x 8 KiB, staged tasks " << staged << ": " << st.message());
+    CHECK(st.is_ok());
+  }
   ScopedEnv off("AMK_RING", "0");
   Status st = gputest::compare_with_cpu(p, {});
   INFO("ring off: " << st.message());

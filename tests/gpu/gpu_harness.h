@@ -45,6 +45,7 @@ struct CompareOptions {
   std::function<void(int, void*, size_t)> fill;  ///< custom fill for buffer i (else random in [-1, 1))
   double tol_scale = 1.0;                     ///< multiplies the dtype tolerance
   int prefetch_depth = -1;                    ///< GpuOptions::prefetch_depth
+  int staged_tasks = -1;                      ///< GpuOptions::staged_tasks
   uint64_t seed = 1;
 };
 

@@ -16,11 +16,32 @@ using namespace amk;
 
 namespace {
 
-std::unique_ptr<vm::Executor> make_gpu(loader::ProgramImage& image) {
-  auto ex = vm::make_cuda_executor(image);
+std::unique_ptr<vm::Executor> make_gpu(loader::ProgramImage& image, const vm::GpuOptions& options = {}) {
+  auto ex = vm::make_cuda_executor(image, options);
   INFO(ex.status().message());
   REQUIRE(ex.is_ok());
   return std::move(*ex);
+}
+
+/// `launches` toy decode steps on `gpu` (token and position cycle with `tok_step` / `pos_mod`);
+/// every `every`-th step is replayed on `cpu`, whose logits and next token must match.
+void check_toy_against_cpu(vm::Executor& gpu, loader::ProgramImage& gimg, vm::Executor& cpu, int launches, int every,
+                           int tok_step, int pos_mod) {
+  for (int i = 0; i < launches; ++i) {
+    const int tok = (i * tok_step) % testing::kToyVocab;
+    auto g = gputest::run_image_step(gpu, gimg, tok, i % pos_mod);
+    INFO("launch " << i << ": " << g.status().message());
+    REQUIRE(g.is_ok());
+    if (i % every != 0) continue;
+    REQUIRE(cpu.write_buffer(0, &tok, sizeof tok).is_ok());
+    REQUIRE(cpu.launch(i % pos_mod, {}, nullptr).is_ok());
+    float logits[testing::kToyVocab];
+    int32_t next = -1;
+    REQUIRE(cpu.read_buffer(6, logits, sizeof logits).is_ok());
+    REQUIRE(cpu.read_buffer(7, &next, sizeof next).is_ok());
+    for (int n = 0; n < testing::kToyVocab; ++n) CHECK(g->logits[n] == Approx(logits[n]).epsilon(1e-5).margin(1e-6));
+    CHECK(g->next_token == next);
+  }
 }
 
 }  // namespace
@@ -32,21 +53,34 @@ TEST_CASE("gpu vm: toy decode program matches the CPU VM over many launches", "[
     auto gimg = gputest::load(testing::toy_program(), false, workers);
     auto cpu = vm::make_cpu_executor(*cimg);
     auto gpu = make_gpu(*gimg);
-    for (int i = 0; i < 2000; ++i) {
-      const int tok = i % testing::kToyVocab;
-      auto g = gputest::run_image_step(*gpu, *gimg, tok, i % 7);
-      INFO("launch " << i << ": " << g.status().message());
-      REQUIRE(g.is_ok());
-      if (i % 97 != 0) continue;
-      REQUIRE(cpu->write_buffer(0, &tok, sizeof tok).is_ok());
-      REQUIRE(cpu->launch(i % 7, {}, nullptr).is_ok());
-      float logits[testing::kToyVocab];
-      int32_t next = -1;
-      REQUIRE(cpu->read_buffer(6, logits, sizeof logits).is_ok());
-      REQUIRE(cpu->read_buffer(7, &next, sizeof next).is_ok());
-      for (int n = 0; n < testing::kToyVocab; ++n) CHECK(g->logits[n] == Approx(logits[n]).epsilon(1e-5).margin(1e-6));
-      CHECK(g->next_token == next);
-    }
+    check_toy_against_cpu(*gpu, *gimg, *cpu, 2000, 97, 1, 7);
+  }
+}
+
+TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's results", "[gpu][vm][loader]") {
+  gputest::require_gpu();
+  // Three workers: each worker's next tasks wait on counters that the other workers release,
+  // so a staged task is often published long after it was copied, and a worker's compute warps
+  // run one task while its loader polls the next ones.
+  for (int staged : {1, 2, 3, 4}) {
+    INFO("staged tasks " << staged);
+    auto cimg = gputest::load(testing::toy_program(), false, 3);
+    auto gimg = gputest::load(testing::toy_program(), false, 3);
+    auto cpu = vm::make_cpu_executor(*cimg);
+    vm::GpuOptions options;
+    options.staged_tasks = staged;
+    auto gpu = make_gpu(*gimg, options);
+    const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*gpu);
+    REQUIRE(rep != nullptr);
+    INFO(rep->summary());
+#ifdef AMK_USE_HIP
+    CHECK(rep->loader_warps == 0);
+    CHECK(rep->staged_tasks == 1);
+#else
+    CHECK(rep->loader_warps == 1);
+    CHECK(rep->staged_tasks == staged);
+#endif  // AMK_USE_HIP
+    check_toy_against_cpu(*gpu, *gimg, *cpu, 300, 37, 7, 5);
   }
 }
 

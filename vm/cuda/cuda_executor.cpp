@@ -234,7 +234,7 @@ class CudaExecutor final : public Executor {
   Status choose_launch_shape(const GpuOptions& options) {
     const amk_program_t& prog = image_.view();
     int64_t want = 4096;  // floats: 16 KiB floor
-    const int64_t warps = gpuvm::kBlockThreads / gpu::kWarpSize;
+    const int64_t warps = instructions::kComputeWarps;  // the warps that run micro-kernels
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
       const amk_instruction_t& in = prog.instructions[t];
       if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE || in.op == AMK_OP_FUSED)
@@ -248,7 +248,9 @@ class CudaExecutor final : public Executor {
     KernelResources res;
     Status s = gpuvm::kernel_resources(0, &res);
     if (!s) return s;
-    const int64_t min_floats = instructions::attention_smem_floats(instructions::kDeviceMaxHeadDim, warps);
+    // Rounded up to whole 32-byte units like the work area itself (15 compute warps: 4126 floats).
+    const auto min_floats = static_cast<int64_t>(
+        align_up(static_cast<size_t>(instructions::attention_smem_floats(instructions::kDeviceMaxHeadDim, warps)), 8));
     int64_t floats = std::min<int64_t>(std::max(want, min_floats), res.max_dyn_smem_bytes / 4);
     floats = floats / 8 * 8;
     if (floats < min_floats)
@@ -272,12 +274,16 @@ class CudaExecutor final : public Executor {
                         " SMs; a persistent grid that is not fully resident can deadlock, so it is not launched. "
                         "hint: schedule for at most " + std::to_string(resident) + " workers");
 
-    int depth = options.prefetch_depth;
-    if (depth < 0) {
-      const auto& cfg = image_.program().config;
-      depth = cfg ? static_cast<int>(std::clamp<int64_t>(cfg->pipelining_depth, 0, 8)) : 2;
-    }
+    // pipelining_depth: how many tasks the loader warp stages ahead (instruction, operands,
+    // counter wait) and, with the ring off, warms the weights of in L2.
+    const auto& cfg = image_.program().config;
+    const int pipeline = cfg ? static_cast<int>(std::clamp<int64_t>(cfg->pipelining_depth, 0, 8)) : 2;
+    int depth = options.prefetch_depth >= 0 ? options.prefetch_depth : pipeline;
     if (const char* env = std::getenv("AMK_PREFETCH"); env != nullptr && std::strcmp(env, "0") == 0) depth = 0;
+    int staged = std::clamp(options.staged_tasks >= 1 ? options.staged_tasks : pipeline, 1, gpuvm::kMaxStagedTasks);
+    if (const char* env = std::getenv("AMK_STAGED_TASKS"); env != nullptr)  // a measuring knob
+      staged = std::clamp(std::atoi(env), 1, gpuvm::kMaxStagedTasks);
+    if (instructions::kLoaderWarps == 0) staged = 1;  // HIP: the compute wavefronts stage each task
 
     report_.workers = workers_;
     report_.sm_count = res.sm_count;
@@ -288,10 +294,13 @@ class CudaExecutor final : public Executor {
     report_.static_smem_bytes = res.static_smem_bytes;
     report_.dyn_smem_bytes = static_cast<int>(dyn_smem_);
     report_.prefetch_depth = depth;
+    report_.staged_tasks = staged;
+    report_.loader_warps = instructions::kLoaderWarps;
     report_.ring_slots = ring_slots_;
     report_.ring_slot_bytes = ring_slot_bytes_;
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
+    args_.staged_tasks = staged;
     args_.ring_slots = ring_slots_;
     args_.ring_slot_bytes = ring_slot_bytes_;
     // 200 ns between polls: with 132 SMs spinning on a few hot counters, back-to-back polls kept
@@ -622,7 +631,8 @@ std::string GpuKernelReport::summary() const {
   o << device << ": " << workers << " workers x " << threads_per_block << " threads (" << blocks_per_sm
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
-    << " B dynamic, prefetch depth " << prefetch_depth << ", weight ring " << ring_slots << " x "
+    << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead, prefetch depth "
+    << prefetch_depth << ", weight ring " << ring_slots << " x "
     << ring_slot_bytes << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
     << " B host-decoded operands per task";
   return o.str();

@@ -18,9 +18,15 @@ inline namespace AMK_GPU_VENDOR_NS {
 
 /// Knobs of the GPU executor (defaults are what a Session uses).
 struct GpuOptions {
-  /// GEMV weight tiles warmed into L2 ahead of the running task: -1 = the program's
-  /// config.pipelining_depth (2 when absent), 0 = off. The env var AMK_PREFETCH=0 also turns it off.
+  /// > 0: the loader warp warms L2 with each task's weights when it stages the task (only when the
+  /// weight ring is off): -1 = the program's config.pipelining_depth (2 when absent), 0 = off. The
+  /// env var AMK_PREFETCH=0 also turns it off. The loader stages pipelining_depth tasks ahead
+  /// (1..4) either way.
   int prefetch_depth = -1;
+  /// Tasks the loader warp stages ahead of the compute warps (instruction, operands, counter
+  /// wait), 1..4: -1 = the program's config.pipelining_depth (2 when absent). The env var
+  /// AMK_STAGED_TASKS overrides both (a measuring knob). Always 1 on HIP (no loader wavefront).
+  int staged_tasks = -1;
 };
 
 /// Resources of the compiled persistent kernel as launched for one image.
@@ -29,6 +35,8 @@ struct GpuKernelReport {
   int workers = 0, sm_count = 0, blocks_per_sm = 0, threads_per_block = 0;
   int regs_per_thread = 0, local_bytes_per_thread = 0, static_smem_bytes = 0, dyn_smem_bytes = 0;
   int prefetch_depth = 0;
+  int loader_warps = 0;   ///< warps that stage tasks and stream weights instead of computing
+  int staged_tasks = 0;   ///< tasks the loader stages ahead of the compute warps
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
   int task_blob_bytes = 0;                  ///< host-decoded operands per queue slot (task_blob.h)

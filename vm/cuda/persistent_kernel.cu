@@ -1,93 +1,155 @@
 // vm/cuda/persistent_kernel.cu: the persistent megakernel. Block b is worker b: it walks
-// sm_queue[sm_queue_offsets[b] .. sm_queue_offsets[b + 1]) in order. Per task: copy the
-// instruction and the task's host-decoded operands (args.blobs, instructions/task_blob.h: the
-// micro-kernels then skip their device decode) to shared memory; thread 0 tops up the weight
-// stream (below) and waits until every counter reaches (epoch - 1) * producers[c] + threshold
-// (relaxed polls, one acquire fence, rare checks of the device error slot and the host-mapped
-// abort flag); the block runs the task; after a barrier thread 0 releases +1 on out_counter and
-// records progress. The first error wins the slot (atomicCAS) and the block leaves; the others
-// see the slot in their waits and leave too. Never __trap: it would kill the context and the
-// executor could not report or continue.
+// sm_queue[sm_queue_offsets[b] .. sm_queue_offsets[b + 1]) in order.
+//
+// A block is a loader warp plus compute warps (instructions/block_geometry.h). The loader runs
+// ahead of the compute warps by up to args.staged_tasks tasks: it copies each task's instruction
+// and host-decoded operands (args.blobs, instructions/task_blob.h: the micro-kernels then skip
+// their device decode) into a staging slot in shared memory, polls the task's counters until each
+// reaches (epoch - 1) * producers[c] + threshold (relaxed polls, one acquire fence, periodic
+// checks of the device error slot and the host-mapped abort flag), and publishes the slot
+// (block-scope release). Meanwhile it keeps the weight stream (below) full. The compute warps
+// take published slots in order, run the micro-kernel, meet at a barrier of their own, and their
+// thread 0 releases +1 on out_counter, records progress and hands the slot back. So a task's
+// operand copy and counter wait overlap the previous task's arithmetic, and the only thing
+// between two tasks on the compute warps is one shared-memory flag.
+//
+// The first error wins the device error slot (atomicCAS) and the block leaves; the others see
+// the slot in their waits and leave too. Never __trap: it would kill the context and the
+// executor could not report or continue. On HIP (no loader warp: an AMD workgroup has a single
+// barrier) the compute wavefronts stage, wait for and run each task themselves, in the same slot.
 //
 // The weight stream (sm_90, args.ring_slots > 0): weights never depend on activations, so an SM
 // can read its queue's weights long before the tasks that use them may run. The host lists, per
-// queue slot, the weight bytes that task streams (args.stream, WeightStreamEntry); thread 0 walks
-// that list as one continuous byte stream cut into chunks of whole rows, and keeps every ring
-// slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier. Tasks
-// consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk, from a GemvPlan the
-// host decoded, in the task's blob), and each freed slot is refilled at once, with the next
-// chunk of this task or of a later one. So an SM's HBM
-// stream does not stop at task boundaries, counter waits or stage barriers, and a task's size no
-// longer decides how many bytes are in flight. Tasks whose weights do not fit the stream (odd
-// layouts, batch > 1, rows longer than a slot) load them from global memory as before, with an
-// optional L2 prefetch (args.prefetch_depth) when the ring is off.
+// queue slot, the weight bytes that task streams (args.stream, WeightStreamEntry); the loader
+// walks that list as one continuous byte stream cut into chunks of whole rows, and keeps every
+// ring slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier.
+// Tasks consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk, from a
+// GemvPlan the host decoded, in the task's blob) and report each consumed chunk; the loader
+// refills the freed slot at once, with the next chunk of this task or of a later one. So an SM's
+// HBM stream does not stop at task boundaries, counter waits or stage barriers, and a task's
+// size no longer decides how many bytes are in flight. Tasks whose weights do not fit the stream
+// (odd layouts, batch > 1, rows longer than a slot) load them from global memory as before, with
+// an L2 prefetch (args.prefetch_depth > 0) issued by the loader when it stages them, if the ring is off.
 #include "vm/cuda/persistent_kernel.h"
 
 #include "instructions/device_dispatch.cuh"
 #include "instructions/gemv_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
 #include "targets/cuda/bulk_prefetch.cuh"
+#include "vm/cuda/stage_handoff.cuh"
 
 namespace amk::vm::gpuvm {
 inline namespace AMK_GPU_VENDOR_NS {  // CUDA and HIP builds link side by side (targets/gpu_vendor.h)
 namespace {
 
 using instructions::DeviceCtx;
+using instructions::kComputeThreads;
+
+/// One staged task: what the compute warps need to run it, filled by the loader.
+struct TaskSlot {
+  amk_instruction_t inst;
+  WeightStreamEntry entry;  ///< its share of the weight stream (bytes 0: none)
+  int32_t stop;             ///< 0: run it; > 0: an error code for it; -1: the launch is abandoned
+  /// Its host-decoded operands (instructions/task_blob.h).
+  alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
+};
 
 /// Shared state of one worker block.
 struct SharedState {
   amk_program_t prog;
-  amk_instruction_t inst;
+  amk_step_t step;  ///< the launch's step block (read once; prog.step points here)
   float red[2 * gpu::kMaxWarps];
-  int32_t stop;
-  amk_step_t step;          ///< the launch's step block (read once; prog.step points here)
-  WeightStreamEntry entry;  ///< the current task's share of the weight stream (bytes 0: none)
-  /// The current task's host-decoded operands (instructions/task_blob.h).
-  alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
+  TaskSlot slot[kMaxStagedTasks];  ///< task t of this worker's queue lives in slot[t % staged_tasks]
+  // Hand-offs between the loader and the compute warps (stage_handoff.cuh). Phase k of a slot's
+  // hand-off is its k-th use: task t is use t / staged_tasks of slot t % staged_tasks.
+  StageHandoff task_ready[kMaxStagedTasks];  ///< loader lanes -> compute: staged, counters met (or stop set)
+  StageHandoff task_free[kMaxStagedTasks];   ///< compute -> loader: the slot's task finished
+  StageHandoff quit;                         ///< compute -> loader: the compute warps left early
 #if AMK_HAVE_BULK_COPY
-  uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot (8-byte aligned)
+  StageHandoff ring_free[kMaxRingSlots];  ///< compute -> loader: the ring slot's chunk was consumed
+  uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot, completed by its bulk copy
   float part[2][instructions::kStreamPartials];  ///< gemv_stream_chunk's partial sums, two buffers
 #endif  // AMK_HAVE_BULK_COPY
 };
 
-/// Thread 0: wait for every counter of `inst`. Returns an error code (BAD_PARAMS for a counter
-/// index outside the table) or -1 when the launch is being abandoned, 0 when the task may run.
-/// The poll is a tight loop of relaxed loads of the counter alone (one acquire fence once every
-/// counter is met): an acquire load per spin would invalidate this SM's L1 each time, and
-/// reading the error slot and the host-mapped abort flag (a PCIe round trip) on every spin put
-/// microseconds between a producer's release and its consumer noticing. Those two are checked
-/// every kPollCheckEvery spins; only a long wait starts to sleep between polls.
-__device__ int32_t wait_counters(const amk_program_t& p, const amk_instruction_t& inst, uint32_t epoch,
-                                 uint32_t poll_sleep_ns) {
-  constexpr uint32_t kPollCheckEvery = 256;  // spins between error-slot / abort-flag checks
-  constexpr uint32_t kSpinsBeforeSleep = 4096;
-  constexpr uint32_t kSleepNs = 128;
-  if (inst.n_waits < 0 || inst.n_waits > AMK_MAX_WAITS) return AMK_DEVERR_BAD_PARAMS;
-  for (int i = 0; i < inst.n_waits; ++i) {
-    const int32_t c = inst.wait_counter[i];
-    if (c < 0 || c >= p.n_counters) return AMK_DEVERR_BAD_PARAMS;
-    const uint32_t target = (epoch - 1u) * p.counter_producers[c] + inst.wait_threshold[i];
-    for (uint32_t spins = 1; gpu::load_relaxed_gpu(&p.counters[c]) < target; ++spins) {
-      if (spins % kPollCheckEvery == 0) {
-        if (gpu::load_volatile(&p.error->code) != 0) return -1;  // another block failed
-        if (gpu::load_volatile(p.abort_flag) != 0) return -1;    // the host watchdog fired
+/// Threads [t, t + n) of the block copy queue slot qi's instruction, operands and stream entry
+/// into `slot` (16 bytes per load; the instruction is 224 bytes, a blob kTaskBlobBytes).
+__device__ void stage_task(const KernelArgs& args, int32_t qi, TaskSlot& slot, int t, int n) {
+  static_assert(sizeof(amk_instruction_t) % 16 == 0 && alignof(TaskSlot) >= 16, "16-byte copies");
+  // The instruction and the blob as one run of 16-byte words; each thread loads all of its words
+  // before storing any (a load-store loop would pay one global round trip per word: the compiler
+  // cannot tell the shared destination from the global source).
+  constexpr int kInstVecs = static_cast<int>(sizeof(amk_instruction_t) / 16);
+  constexpr int kVecs = kInstVecs + static_cast<int>(instructions::kTaskBlobBytes / 16);
+  constexpr int kMaxPerThread = 4;  // the loader warp: 71 words over its lanes
+  const auto* isrc = reinterpret_cast<const int4*>(&args.prog.instructions[args.prog.sm_queue[qi]]);
+  const auto* bsrc = reinterpret_cast<const int4*>(args.blobs + static_cast<int64_t>(qi) * instructions::kTaskBlobBytes);
+  const int words = args.blobs != nullptr ? kVecs : kInstVecs;
+  for (int i0 = t; i0 < words; i0 += kMaxPerThread * n) {
+    int4 v[kMaxPerThread];
+#pragma unroll
+    for (int j = 0; j < kMaxPerThread; ++j) {
+      const int i = i0 + j * n;
+      if (i < words) v[j] = i < kInstVecs ? isrc[i] : bsrc[i - kInstVecs];
+    }
+#pragma unroll
+    for (int j = 0; j < kMaxPerThread; ++j) {
+      const int i = i0 + j * n;
+      if (i < words) {
+        if (i < kInstVecs) reinterpret_cast<int4*>(&slot.inst)[i] = v[j];
+        else reinterpret_cast<int4*>(slot.blob)[i - kInstVecs] = v[j];
       }
-      if (poll_sleep_ns > 0) gpu::spin_pause(poll_sleep_ns);
-      else if (spins > kSpinsBeforeSleep) gpu::spin_pause(kSleepNs);
     }
   }
-  gpu::fence_acquire_gpu();
+  if (t == 0) {
+    if (args.blobs == nullptr) reinterpret_cast<instructions::TaskBlobHeader*>(slot.blob)->tag = -1;  // decode on the device
+    slot.entry = args.stream != nullptr ? args.stream[qi] : WeightStreamEntry{nullptr, 0, 0};
+  }
+}
+
+/// One look at `inst`'s counters from index *next on, advancing *next past each one met.
+/// Returns 0 once all are met (after one acquire fence), 1 while one is not, or BAD_PARAMS for a
+/// counter index outside the table. Polls are relaxed loads of the counter alone: an acquire load
+/// per poll would invalidate this SM's L1 each time.
+__device__ int32_t poll_counters(const amk_program_t& p, const amk_instruction_t& inst, uint32_t epoch, int* next) {
+  if (inst.n_waits < 0 || inst.n_waits > AMK_MAX_WAITS) return AMK_DEVERR_BAD_PARAMS;
+  for (; *next < inst.n_waits; ++*next) {
+    const int32_t c = inst.wait_counter[*next];
+    if (c < 0 || c >= p.n_counters) return AMK_DEVERR_BAD_PARAMS;
+    const uint32_t target = (epoch - 1u) * p.counter_producers[c] + inst.wait_threshold[*next];
+    if (gpu::load_relaxed_gpu(&p.counters[c]) < target) return 1;
+  }
+  if (inst.n_waits > 0) gpu::fence_acquire_gpu();  // nothing to acquire from without a wait
   return 0;
 }
 
-/// Warm L2 with the weights of queue entries [*next, limit), whole block.
-__device__ void prefetch_weights(const amk_program_t& p, int32_t* next, int32_t limit) {
-  for (; *next < limit; ++*next) {
-    const void* ptr;
-    uint64_t bytes;
-    instructions::device_weight_range(p, p.instructions[p.sm_queue[*next]], &ptr, &bytes);
-    if (bytes > 0) gpu::prefetch_l2(ptr, bytes, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x));
+/// Whether the launch is being abandoned: another block failed, or the host watchdog fired.
+/// Reading the error slot and the host-mapped abort flag (a PCIe round trip) costs microseconds,
+/// so waits check them only every kPollCheckEvery polls.
+constexpr uint32_t kPollCheckEvery = 256;
+__device__ bool launch_abandoned(const amk_program_t& p) {
+  return gpu::load_volatile(&p.error->code) != 0 || gpu::load_volatile(p.abort_flag) != 0;
+}
+
+/// One thread: wait for every counter of `inst` (the HIP path, without a loader warp). Returns
+/// poll_counters' error, -1 when the launch is being abandoned, 0 when the task may run.
+__device__ int32_t wait_counters(const amk_program_t& p, const amk_instruction_t& inst, uint32_t epoch,
+                                 uint32_t poll_sleep_ns) {
+  int next = 0;
+  for (uint32_t polls = 1;; ++polls) {
+    const int32_t r = poll_counters(p, inst, epoch, &next);
+    if (r != 1) return r;
+    if (polls % kPollCheckEvery == 0 && launch_abandoned(p)) return -1;
+    gpu::spin_pause(poll_sleep_ns > 0 ? poll_sleep_ns : 100);
   }
+}
+
+/// Warm L2 with the weights of task `inst`, threads [t, t + n).
+__device__ void prefetch_weights(const amk_program_t& p, const amk_instruction_t& inst, int t, int n) {
+  const void* ptr;
+  uint64_t bytes;
+  instructions::device_weight_range(p, inst, &ptr, &bytes);
+  if (bytes > 0) gpu::prefetch_l2(ptr, bytes, t, n);
 }
 
 #if AMK_HAVE_BULK_COPY
@@ -104,66 +166,107 @@ struct RingView {
   __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
 };
 
-/// The weight stream's producer, thread 0 only: walks the table of this worker's queue slots and
-/// issues their chunks in order.
-struct StreamProducer {
-  const WeightStreamEntry* table;
-  RingView ring;
-  int32_t end;             ///< one past this worker's last queue slot
-  int32_t q;               ///< queue slot whose chunks are being issued
-  WeightStreamEntry cur;   ///< table[q]
-  WeightStreamEntry next;  ///< table[q + 1], loaded one entry early (its latency hides behind q's chunks)
-  uint32_t offset;         ///< bytes of cur already issued
-  int32_t issued;          ///< chunks issued so far
+/// Whether this launch streams weights through the ring.
+__device__ bool streams(const KernelArgs& args) {
+  return args.ring_slots > 0 && args.stream != nullptr && args.blobs != nullptr;
+}
 
-  __device__ void start(const WeightStreamEntry* t, const RingView& r, int32_t begin, int32_t e) {
+/// The ring of this launch: dynamic shared memory after the micro-kernels' work area.
+__device__ RingView ring_view(const KernelArgs& args, void* s_dyn, uint64_t* bars) {
+  return RingView{static_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4, bars,
+                  args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots, args.ring_slot_bytes};
+}
+
+/// A cursor over this worker's stream table: which bytes of which queue slot come next.
+struct StreamCursor {
+  const WeightStreamEntry* table;
+  int32_t end;             ///< one past this worker's last queue slot
+  int32_t q;               ///< queue slot whose bytes are next
+  WeightStreamEntry cur;   ///< table[q]
+  WeightStreamEntry next;  ///< table[q + 1], loaded one entry early (its latency hides behind q's bytes)
+  uint32_t offset;         ///< bytes of cur already taken
+
+  __device__ void start(const WeightStreamEntry* t, int32_t begin, int32_t e) {
     table = t;
-    ring = r;
     end = e;
     q = begin;
     offset = 0;
-    issued = 0;
     cur = q < end ? table[q] : WeightStreamEntry{nullptr, 0, 0};
     next = q + 1 < end ? table[q + 1] : WeightStreamEntry{nullptr, 0, 0};
   }
-
-  /// Issue chunks until `slots` are in flight beyond `consumed` or the queue's weights are all
-  /// issued. An entry with chunk_bytes 0 is skipped (its task then refuses it: no hang).
-  __device__ void top_up(int32_t consumed) {
-    while (issued - consumed < ring.slots) {
-      while (q < end && (offset >= cur.bytes || cur.chunk_bytes == 0)) {
-        ++q;
-        offset = 0;
-        cur = next;
-        next = q + 1 < end ? table[q + 1] : WeightStreamEntry{nullptr, 0, 0};
-      }
-      if (q >= end) return;
-      const uint32_t left = cur.bytes - offset;
-      const uint32_t n = left < cur.chunk_bytes ? left : cur.chunk_bytes;
-      gpu::bulk_copy_to_shared(ring.slot(issued), static_cast<const char*>(cur.src) + offset, n, ring.bar(issued));
-      offset += n;
-      ++issued;
+  /// Skip to the next bytes (entries with chunk_bytes 0 are skipped: their tasks refuse them, no
+  /// hang); false when the table is exhausted.
+  __device__ bool more() {
+    while (q < end && (offset >= cur.bytes || cur.chunk_bytes == 0)) {
+      ++q;
+      offset = 0;
+      cur = next;
+      next = q + 1 < end ? table[q + 1] : WeightStreamEntry{nullptr, 0, 0};
     }
+    return q < end;
+  }
+  /// The next chunk (more() was true): its address and size, then past it.
+  __device__ const char* take(uint32_t* n) {
+    const uint32_t left = cur.bytes - offset;
+    *n = left < cur.chunk_bytes ? left : cur.chunk_bytes;
+    const char* p = static_cast<const char*>(cur.src) + offset;
+    offset += *n;
+    return p;
+  }
+};
+
+/// The weight stream's producer, one loader thread: walks the table of this worker's queue slots
+/// and issues their chunks in order into the ring.
+struct StreamProducer {
+  RingView ring;
+  StageHandoff* ring_free;  ///< [slots]: phase k of slot s = chunk s + k * slots consumed
+  StreamCursor copy;        ///< what the ring gets next
+  int32_t issued;           ///< chunks issued so far
+
+  __device__ void start(const WeightStreamEntry* t, const RingView& r, StageHandoff* free, int32_t begin, int32_t e) {
+    ring = r;
+    ring_free = free;
+    copy.start(t, begin, e);
+    issued = 0;
   }
 
-  /// Wait until every chunk issued beyond `consumed` has landed: no bulk copy may still be
-  /// writing into this block's shared memory when the block leaves.
-  __device__ void drain(int32_t consumed) {
-    for (int32_t n = consumed; n < issued; ++n) ring.wait(n);
+  /// Issue chunks into every free ring slot while the queue's weights last; returns whether it
+  /// issued any. Chunk n may go once chunk n - slots, the slot's previous one, was consumed.
+  __device__ bool top_up() {
+    const int32_t before = issued;
+    while ((issued < ring.slots || ring_free[issued % ring.slots].test(static_cast<uint32_t>(issued / ring.slots - 1))) &&
+           copy.more()) {
+      uint32_t n;
+      const char* src = copy.take(&n);
+      gpu::bulk_copy_to_shared(ring.slot(issued), src, n, ring.bar(issued));
+      ++issued;
+    }
+    return issued != before;
+  }
+
+  /// Nothing left to copy into the ring.
+  __device__ bool finished() { return !copy.more(); }
+
+  /// Wait until every chunk issued has landed: no bulk copy may still be writing into this
+  /// block's shared memory when the block leaves. The last `slots` chunks are each the latest of
+  /// their slot, so their phases are the ones to wait for (earlier ones completed before them).
+  __device__ void drain() const {
+    for (int32_t n = issued > ring.slots ? issued - ring.slots : 0; n < issued; ++n) ring.wait(n);
   }
 };
 
 /// Run a streamed GEMV-like task from its host-decoded `plan`: stage x, then consume its chunks
-/// in order, refilling each freed slot. `consumed` is the block's count of consumed chunks (every
-/// thread keeps the same value).
+/// in order, telling the loader of each freed slot. `consumed` is the compute warps' count of
+/// consumed chunks (every compute thread keeps the same value).
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const WeightStreamEntry& e, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
-                                StreamProducer& producer, int32_t* consumed) {
+                                int32_t* consumed, StageHandoff* ring_free) {
   const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
   const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
   // The host admitted the task (gemv_stream_chunk_bytes); these are this code's own limits.
-  if (row_bytes <= 0 || e.chunk_bytes % row_bytes != 0 || e.chunk_bytes > static_cast<uint32_t>(ring.slot_bytes) ||
-      plan.mm.m_end - plan.mm.m_begin != 1 || plan.mm.K > cap)
+  if (row_bytes <= 0 || e.chunk_bytes == 0 || e.chunk_bytes % row_bytes != 0 ||
+      e.chunk_bytes > static_cast<uint32_t>(ring.slot_bytes) || plan.mm.m_end - plan.mm.m_begin != 1 ||
+      plan.mm.K > cap)
     return AMK_DEVERR_BAD_PARAMS;
   const int64_t rows_per_chunk = e.chunk_bytes / row_bytes;
   if (rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
@@ -174,12 +277,119 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
     const int32_t c = *consumed;
     ring.wait(c);  // every thread sees the bytes land
     instructions::gemv_stream_chunk(plan, ring.slot(c), n0, rows, scale, part[c & 1], ctx);
-    *consumed = c + 1;  // gemv_stream_chunk's barrier: the slot is free
-    if (threadIdx.x == 0) producer.top_up(*consumed);
+    *consumed = c + 1;  // past gemv_stream_chunk's barrier: every compute thread is done with the slot
+    if (threadIdx.x == 0) ring_free[c % ring.slots].arrive();  // after gemv_stream_chunk's barrier
   }
   return AMK_DEVERR_NONE;
 }
 #endif  // AMK_HAVE_BULK_COPY
+
+/// The loader warp's view of one launch. Lane 0 decides (stream refills, counter polls, hand-offs);
+/// the whole warp copies a task's instruction and operands when lane 0 says which.
+struct Loader {
+  const KernelArgs& args;
+  SharedState& s;
+  int32_t begin, n_tasks;
+  uint32_t epoch;
+  int32_t staged = 0;      ///< tasks copied into their slots
+  int32_t ready = 0;       ///< tasks published to the compute warps
+  int next_wait = 0;       ///< the next counter of task `ready` to look at
+  uint32_t polls = 0;      ///< polls of task `ready`'s counters so far
+  long long next_poll = 0; ///< clock64() before which the counters are not polled again
+  bool stopping = false;   ///< a nonzero stop was published: stage and poll nothing more
+#if AMK_HAVE_BULK_COPY
+  bool streaming = false;
+  StreamProducer producer;
+#endif  // AMK_HAVE_BULK_COPY
+
+  /// Lane 0, one round: refill freed ring slots, poll the oldest staged task's counters
+  /// (publishing it once they are met), and pick the next task to stage. Returns that task's
+  /// index, -1 when there is none to stage now, or -2 when the loader is finished: every task
+  /// published and every chunk issued, or the compute warps quit.
+  __device__ int32_t round() {
+    const int32_t S = args.staged_tasks;
+    if (s.quit.test(0)) return -2;
+    bool busy = false, stream_done = true;
+#if AMK_HAVE_BULK_COPY
+    if (streaming) {
+      busy = producer.top_up();
+      stream_done = producer.finished();
+    }
+#endif  // AMK_HAVE_BULK_COPY
+    if (!stopping && ready < staged && clock64() >= next_poll) busy |= poll_ready();
+    if (ready == n_tasks && stream_done) return -2;
+    // Task `staged` goes into slot staged % S once that slot's previous task has finished.
+    if (!stopping && staged < n_tasks &&
+        (staged < S || s.task_free[staged % S].test(static_cast<uint32_t>(staged / S - 1))))
+      return staged;
+    // No pause while there is anything left to stream or poll: a freed ring slot must be
+    // refilled at once (two slots in flight are all an SM's share of HBM bandwidth has), and
+    // __nanosleep may sleep far longer than asked. Spinning costs one warp's issue slots.
+    if (!busy && (stopping || ready == n_tasks)) gpu::spin_pause(64);
+    return -1;
+  }
+
+  /// Poll task `ready`'s counters; publish it when they are met, on an error, or when the launch
+  /// is being abandoned. Returns whether it published.
+  __device__ bool poll_ready() {
+    const amk_program_t& p = s.prog;
+    TaskSlot& slot = s.slot[ready % args.staged_tasks];
+    TaskTiming* rec = args.trace != nullptr ? &args.trace[begin + ready] : nullptr;
+    if (rec != nullptr && polls == 0) rec->t_wait_begin = gpu::global_timer_ns();
+    int32_t r = poll_counters(p, slot.inst, epoch, &next_wait);
+    ++polls;
+    if (r == 1) {
+      if (polls % kPollCheckEvery == 0 && launch_abandoned(p)) r = -1;
+      // A pause between polls: 131 SMs polling back to back keep a hot counter's L2 slice busy
+      // and slow down the producers on the critical path (docs/PERFORMANCE.md, row 12). About
+      // 2 cycles per ns at the H100 / H200 SM clock; the ring is still serviced meanwhile.
+      next_poll = clock64() + 2ll * args.poll_sleep_ns;
+      if (r == 1) return false;
+    }
+    slot.stop = r;
+    if (r != 0) {  // the compute warps leave at this task: stream only what the tasks before it take
+      stopping = true;
+#if AMK_HAVE_BULK_COPY
+      if (producer.copy.end > begin + ready) producer.copy.end = begin + ready;
+#endif  // AMK_HAVE_BULK_COPY
+    }
+    s.task_ready[ready % args.staged_tasks].arrive();
+    ++ready;
+    next_wait = 0;
+    polls = 0;
+    next_poll = 0;
+    return true;
+  }
+};
+
+/// The loader warp: stage, watch and publish tasks ahead of the compute warps and keep the weight
+/// stream full, until every task is published and every chunk issued, or the compute warps quit;
+/// then wait for the chunks in flight and leave (the compute warps may still be running).
+__device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn, int32_t begin, int32_t end) {
+  const int lane = gpu::lane_id();
+  Loader ld{args, s, begin, end - begin, s.prog.step->epoch};
+#if AMK_HAVE_BULK_COPY
+  ld.streaming = streams(args);
+  if (lane == 0 && ld.streaming) ld.producer.start(args.stream, ring_view(args, s_dyn, s.ring_bar), s.ring_free, begin, end);
+#else
+  (void)s_dyn;
+#endif  // AMK_HAVE_BULK_COPY
+  for (;;) {
+    int32_t t = lane == 0 ? ld.round() : 0;
+    t = gpu::shfl(t, 0);
+    if (t == -2) break;
+    if (t < 0) continue;
+    TaskSlot& slot = s.slot[t % args.staged_tasks];
+    stage_task(args, begin + t, slot, lane, gpu::kWarpSize);
+    if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
+    gpu::warp_sync();  // the slot's words, written by every lane, before lane 0 polls the counters
+    if (lane == 0) ++ld.staged;
+    else s.task_ready[t % args.staged_tasks].arrive();  // lane 0 arrives last, when it publishes
+  }
+#if AMK_HAVE_BULK_COPY
+  if (lane == 0 && ld.streaming) ld.producer.drain();
+#endif  // AMK_HAVE_BULK_COPY
+}
 
 }  // namespace
 
@@ -189,99 +399,92 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   const int worker = static_cast<int>(blockIdx.x);
   const int32_t begin = args.prog.sm_queue_offsets[worker];
   const int32_t end = args.prog.sm_queue_offsets[worker + 1];
-#if AMK_HAVE_BULK_COPY
-  const bool streaming = args.ring_slots > 0 && args.stream != nullptr && args.blobs != nullptr;
-  const RingView ring{reinterpret_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4, s.ring_bar,
-                      args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots, args.ring_slot_bytes};
-  StreamProducer producer;  // meaningful in thread 0 only
-  int32_t consumed = 0;     // chunks consumed by this block; the same in every thread
-#endif  // AMK_HAVE_BULK_COPY
   if (threadIdx.x == 0) {
     s.prog = args.prog;
     s.step = *args.prog.step;  // per-step values are fixed for the launch: one read, then shared
     s.prog.step = &s.step;
-    s.stop = 0;
-#if AMK_HAVE_BULK_COPY
-    if (streaming) {
-      for (int i = 0; i < ring.slots; ++i) gpu::mbarrier_init(&s.ring_bar[i]);
-      producer.start(args.stream, ring, begin, end);
+    for (int i = 0; i < args.staged_tasks; ++i) {
+      s.task_ready[i].init(gpu::kWarpSize);  // every loader lane releases the words it staged
+      s.task_free[i].init();
     }
+    s.quit.init();
+#if AMK_HAVE_BULK_COPY
+    if (streams(args)) {
+      for (int i = 0; i < ring_view(args, s_dyn, s.ring_bar).slots; ++i) {
+        gpu::mbarrier_init(&s.ring_bar[i]);
+        s.ring_free[i].init();
+      }
+    }
+    gpu::mbarrier_init_fence();
 #endif  // AMK_HAVE_BULK_COPY
   }
-  __syncthreads();
+  __syncthreads();  // the whole block, once; from here on the compute warps meet on their own barrier
+  if (threadIdx.x >= kComputeThreads) {
+    loader_main(args, s, s_dyn, begin, end);
+    return;
+  }
+  constexpr bool kHasLoader = instructions::kLoaderWarps > 0;
   const amk_program_t& p = s.prog;
   DeviceCtx ctx{reinterpret_cast<float*>(s_dyn), args.work_floats, s.red};
   const uint32_t epoch = p.step->epoch;
-  int32_t prefetched = begin;
-  for (int32_t qi = begin; qi < end; ++qi) {
-    const int32_t task = p.sm_queue[qi];
-    {  // the instruction, word by word, into shared memory
-      const auto* src = reinterpret_cast<const int32_t*>(&p.instructions[task]);
-      auto* dst = reinterpret_cast<int32_t*>(&s.inst);
-      constexpr int kWords = static_cast<int>(sizeof(amk_instruction_t) / 4);
-      for (int i = static_cast<int>(threadIdx.x); i < kWords; i += static_cast<int>(blockDim.x)) dst[i] = src[i];
-      if (args.blobs != nullptr) {  // and the host-decoded operands, in the same round trip
-        const auto* bsrc = reinterpret_cast<const int32_t*>(args.blobs + static_cast<int64_t>(qi) * instructions::kTaskBlobBytes);
-        auto* bdst = reinterpret_cast<int32_t*>(s.blob);
-        constexpr int kBlobWords = static_cast<int>(instructions::kTaskBlobBytes / 4);
-        for (int i = static_cast<int>(threadIdx.x); i < kBlobWords; i += static_cast<int>(blockDim.x)) bdst[i] = bsrc[i];
-      }
-    }
-    __syncthreads();
-    if (args.prefetch_depth > 0 && args.ring_slots == 0) {  // the stream is the lookahead when on
-      const int32_t limit = qi + args.prefetch_depth < end ? qi + args.prefetch_depth : end;
-      prefetch_weights(p, &prefetched, limit);
-    }
-    TaskTiming* rec = args.trace != nullptr ? &args.trace[qi] : nullptr;  // tracing off: one branch
-    if (threadIdx.x == 0) {
-      if (rec != nullptr) rec->t_wait_begin = gpu::global_timer_ns();
-      WeightStreamEntry entry{nullptr, 0, 0};
 #if AMK_HAVE_BULK_COPY
-      if (streaming) {
-        entry = args.stream[qi];      // issued before the wait, used after it
-        producer.top_up(consumed);    // the stream runs ahead through the wait below
-      }
+  const RingView ring = ring_view(args, s_dyn, s.ring_bar);
+  int32_t consumed = 0;  // chunks consumed by the compute warps; the same in every compute thread
 #endif  // AMK_HAVE_BULK_COPY
-      s.stop = wait_counters(p, s.inst, epoch, args.poll_sleep_ns);
-      s.entry = entry;
-      if (rec != nullptr) rec->t_run_begin = gpu::global_timer_ns();
+  for (int32_t t = 0; t < end - begin; ++t) {
+    const int32_t qi = begin + t;
+    TaskSlot& slot = s.slot[t % args.staged_tasks];
+    TaskTiming* rec = args.trace != nullptr ? &args.trace[qi] : nullptr;  // tracing off: one branch
+    if constexpr (kHasLoader) {
+      s.task_ready[t % args.staged_tasks].wait(static_cast<uint32_t>(t / args.staged_tasks));
+    } else {  // stage, prefetch and wait ourselves
+      stage_task(args, qi, slot, static_cast<int>(threadIdx.x), kComputeThreads);
+      if (args.prefetch_depth > 0) prefetch_weights(p, slot.inst, static_cast<int>(threadIdx.x), kComputeThreads);
+      instructions::compute_barrier();
+      if (threadIdx.x == 0) {
+        if (rec != nullptr) rec->t_wait_begin = gpu::global_timer_ns();
+        slot.stop = wait_counters(p, slot.inst, epoch, args.poll_sleep_ns);
+      }
+      instructions::compute_barrier();
     }
-    __syncthreads();
-    int32_t rc = s.stop;
-    const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(s.blob);
-    ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == s.inst.op ? blob : nullptr;
+    if (threadIdx.x == 0 && rec != nullptr) rec->t_run_begin = gpu::global_timer_ns();
+    int32_t rc = slot.stop;
+    const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(slot.blob);
+    ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == slot.inst.op ? blob : nullptr;
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
-      if (s.entry.bytes > 0)  // the host made this task's blob a GemvPlan (upload_task_blobs)
+      if (slot.entry.bytes > 0)  // the host made this task's blob a GemvPlan (upload_task_blobs)
         rc = ctx.blob == nullptr || ctx.blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value
                  ? AMK_DEVERR_BAD_PARAMS
-                 : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), s.entry, ctx, ring,
-                                s.part, producer, &consumed);
+                 : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), slot.entry, ctx, ring,
+                                s.part, &consumed, s.ring_free);
       else
 #endif  // AMK_HAVE_BULK_COPY
-        rc = instructions::device_execute(p, s.inst, ctx);
+        rc = instructions::device_execute(p, slot.inst, ctx);
     }
-    const int32_t out_counter = s.inst.out_counter;
-    if (rc != 0) {  // block-uniform
-      if (threadIdx.x == 0 && rc > 0 && gpu::atomic_cas(&p.error->code, 0, rc) == 0) {
-        p.error->task = task;
-        p.error->detail = worker;
-        __threadfence();
+    if (rc != 0) {  // uniform over the compute warps
+      if (threadIdx.x == 0) {
+        if (rc > 0 && gpu::atomic_cas(&p.error->code, 0, rc) == 0) {
+          p.error->task = p.sm_queue[qi];
+          p.error->detail = worker;
+          __threadfence();
+        }
+        if constexpr (kHasLoader) s.quit.arrive();  // the loader stops issuing and drains the stream
       }
-#if AMK_HAVE_BULK_COPY
-      if (threadIdx.x == 0 && streaming) producer.drain(consumed);
-#endif  // AMK_HAVE_BULK_COPY
       return;
     }
-    gpu::block_barrier_release();  // every thread's output writes happen before the release below
+    const int32_t out_counter = slot.inst.out_counter;  // read before the slot may be restaged
+    // Every compute thread's output writes happen before the release below.
+    gpu::named_barrier_release(instructions::kComputeBarrier, kComputeThreads);
     if (threadIdx.x == 0) {
       if (rec != nullptr) {  // before the release: a consumer's t_run_begin >= this t_end
         rec->t_end = gpu::global_timer_ns();
-        rec->task = task;
+        rec->task = p.sm_queue[qi];
         rec->worker = worker;
       }
       if (out_counter >= 0 && out_counter < p.n_counters) gpu::atomic_add_release_gpu(&p.counters[out_counter], 1u);
-      gpu::store_release_gpu(&args.progress[worker], qi - begin + 1);
+      gpu::store_release_gpu(&args.progress[worker], t + 1);
+      if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();  // the slot may be restaged
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "targets/gpu.h"  // first: the device runtime (HIP: device memcpy) before any AMK_HD code
+#include "instructions/block_geometry.h"
 #include "instructions/task_blob.h"
 #include "ir/status.h"
 #include "vm/abi.h"
@@ -26,15 +27,22 @@ struct WeightStreamEntry {
   uint32_t chunk_bytes;
 };
 
-/// Threads per worker block (16 warps on CUDA, 8 wavefronts on CDNA).
-inline constexpr int kBlockThreads = 512;
+/// Threads per worker block (instructions/block_geometry.h: compute warps and the loader warp).
+using instructions::kBlockThreads;
+
+/// Most tasks the loader warp stages ahead of the compute warps (static shared memory: one
+/// instruction and one operand blob each).
+inline constexpr int kMaxStagedTasks = 4;
 
 /// Everything one launch needs, passed by value (device pointers only).
 struct KernelArgs {
   amk_program_t prog;       ///< device tables; abort_flag is host-mapped; step / error are device memory
   int32_t* progress;        ///< [workers] tasks completed this launch (device memory)
   int32_t work_floats;      ///< dynamic shared memory per block, in floats
-  int32_t prefetch_depth;   ///< GEMV weight tiles warmed into L2 ahead (0 = off)
+  int32_t prefetch_depth;   ///< > 0: warm L2 with a task's weights when it is staged, if the ring is off
+  /// Tasks the loader stages ahead of the compute warps, 1..kMaxStagedTasks (instruction,
+  /// operands, counter wait): the schedule's pipelining_depth.
+  int32_t staged_tasks;
   TaskTiming* trace;        ///< [queue length] per queue slot, or nullptr: tracing off (one branch)
   int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
   int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128

@@ -1,4 +1,10 @@
-// tests/targets/no_literal_warp_size_test.cpp: the device sources never spell the warp size as a
+// tests/targets/device_source_rules_test.cpp: rules the compiler cannot check in device code.
+// 1. Micro-kernels (instructions/*.cuh) never use __syncthreads, blockDim or the whole-block
+// helpers of targets/gpu.h: on CUDA the block's last warp is the loader (block_geometry.h), which
+// never joins the compute warps' barriers, so a whole-block barrier in a micro-kernel would hang
+// the kernel and a blockDim-sized loop would skip or race. They use compute_barrier(),
+// block_threads(), compute_warps(), compute_sum() ... (device_common.cuh).
+// 2. The device sources never spell the warp size as a
 // literal 32 (AMD CDNA wavefronts are 64 wide: gpu::kWarpSize is the only place the width lives).
 // Scans instructions/*.cuh, vm/cuda/*.cu and targets/gpu.h with comments and string literals
 // removed, for a number token 32 (32u, 32L... included). The one allowed occurrence is the CUDA
@@ -41,12 +47,28 @@ std::string strip_comments_and_strings(const std::string& src) {
   return out;
 }
 
-/// "file:line: text" for each number token equal to 32 (with any u/l suffix).
-std::vector<std::string> literal_32s(const fs::path& file) {
+std::string read_stripped(const fs::path& file) {
   std::ifstream in(file);
   std::stringstream ss;
   ss << in.rdbuf();
-  std::istringstream lines(strip_comments_and_strings(ss.str()));
+  return strip_comments_and_strings(ss.str());
+}
+
+/// "file:line: text" for each use of a whole-block primitive in `file`'s code.
+std::vector<std::string> whole_block_uses(const fs::path& file) {
+  static const char* const kBanned[] = {"__syncthreads", "blockDim", "gpu::block_", "gpu::warp_count", "__syncwarp"};
+  std::istringstream lines(read_stripped(file));
+  std::vector<std::string> hits;
+  std::string line;
+  for (int n = 1; std::getline(lines, line); ++n)
+    for (const char* b : kBanned)
+      if (line.find(b) != std::string::npos) hits.push_back(file.string() + ":" + std::to_string(n) + ": " + line);
+  return hits;
+}
+
+/// "file:line: text" for each number token equal to 32 (with any u/l suffix).
+std::vector<std::string> literal_32s(const fs::path& file) {
+  std::istringstream lines(read_stripped(file));
   std::vector<std::string> hits;
   std::string line;
   for (int n = 1; std::getline(lines, line); ++n) {
@@ -77,6 +99,28 @@ std::vector<fs::path> device_sources() {
 }
 
 }  // namespace
+
+TEST_CASE("micro-kernels synchronise and size loops over the compute warps only", "[targets]") {
+  int scanned = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(AMK_SOURCE_DIR) / "instructions")) {
+    if (e.path().extension() != ".cuh") continue;
+    ++scanned;
+    for (const std::string& hit : whole_block_uses(e.path()))
+      FAIL_CHECK("whole-block primitive in a micro-kernel (use device_common.cuh's compute_*): " << hit);
+  }
+  CHECK(scanned > 20);
+  // The scan itself: code is caught, comments are not.
+  const fs::path tmp = fs::path(AMK_BINARY_DIR) / "whole_block_probe.cuh";
+  {
+    std::ofstream out(tmp);
+    out << "// __syncthreads() here is prose\nint a = blockDim.x;\nfloat s = gpu::block_sum(v, r);\n";
+  }
+  const auto hits = whole_block_uses(tmp);
+  fs::remove(tmp);
+  REQUIRE(hits.size() == 2);
+  CHECK_THAT(hits[0], Catch::Contains(":2: int a = blockDim.x;"));
+  CHECK_THAT(hits[1], Catch::Contains(":3: float s = gpu::block_sum"));
+}
 
 TEST_CASE("device sources: no literal 32 (use gpu::kWarpSize)", "[targets]") {
   const auto files = device_sources();
