@@ -2,7 +2,7 @@
 // (shared-memory scratch the persistent kernel hands out) and the block-strided loop idiom.
 // A micro-kernel is run by the whole block with uniform control flow; it returns an
 // amk_device_error_t that is the same in every thread (decode errors are uniform; data-dependent
-// errors are agreed on with block_any) so the kernel can leave the task together.
+// errors are agreed on with compute_any) so the kernel can leave the task together.
 #pragma once
 #include <new>
 
@@ -90,6 +90,5 @@ template <typename Args, typename Decode>
 AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode) {
   return decode_once(out, ctx, decode, [](Args*) { return static_cast<int32_t>(AMK_DEVERR_NONE); });
 }
-
 
 }  // namespace amk::instructions

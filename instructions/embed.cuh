@@ -1,5 +1,5 @@
 // instructions/embed.cuh: EMBED (2) on the device: y[m, :] = table[ids[m], :]. Every id is checked
-// first and the block agrees (block_any) before any row is written, so an id outside [0, V) is
+// first and the block agrees (compute_any) before any row is written, so an id outside [0, V) is
 // INDEX_OUT_OF_RANGE with y untouched, never an out-of-bounds read.
 #pragma once
 #include "instructions/elementwise.cuh"

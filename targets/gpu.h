@@ -197,14 +197,9 @@ AMK_DEVICE void warp_sync() {
 }
 
 /// Butterfly exchange within a warp (every lane participates).
-AMK_DEVICE float shfl_xor(float v, int mask) {
-#ifdef AMK_USE_HIP
-  return __shfl_xor(v, mask, kWarpSize);
-#else
-  return __shfl_xor_sync(0xffffffffu, v, mask, kWarpSize);
-#endif  // AMK_USE_HIP
-}
-AMK_DEVICE int shfl_xor(int v, int mask) {
+/// T: float or int.
+template <typename T>
+AMK_DEVICE T shfl_xor(T v, int mask) {
 #ifdef AMK_USE_HIP
   return __shfl_xor(v, mask, kWarpSize);
 #else
@@ -212,14 +207,8 @@ AMK_DEVICE int shfl_xor(int v, int mask) {
 #endif  // AMK_USE_HIP
 }
 /// Lane `src`'s value (every lane participates).
-AMK_DEVICE float shfl(float v, int src) {
-#ifdef AMK_USE_HIP
-  return __shfl(v, src, kWarpSize);
-#else
-  return __shfl_sync(0xffffffffu, v, src, kWarpSize);
-#endif  // AMK_USE_HIP
-}
-AMK_DEVICE int shfl(int v, int src) {
+template <typename T>
+AMK_DEVICE T shfl(T v, int src) {
 #ifdef AMK_USE_HIP
   return __shfl(v, src, kWarpSize);
 #else
@@ -245,8 +234,6 @@ AMK_DEVICE float warp_max(float v) { return warp_butterfly<kWarpSize>(v, WarpXor
 
 /// Block barrier.
 AMK_DEVICE void block_barrier() { __syncthreads(); }
-/// Barrier that also returns whether any thread passed a nonzero `pred`.
-AMK_DEVICE bool block_any(int pred) { return __syncthreads_or(pred) != 0; }
 
 /// Barrier `id` (1..15) over the first `threads` threads of the block (a multiple of kWarpSize),
 /// so that other warps may run on without taking part: the persistent kernel's compute warps
@@ -322,19 +309,8 @@ AMK_DEVICE float block_max(float v, float* s_red) {
                            [] { __syncthreads(); });
 }
 
-/// Block-scope release store and acquire load of a word in shared memory: one warp hands another
-/// a filled buffer (the persistent kernel's loader warp and its compute warps).
-AMK_DEVICE void store_release_cta(int32_t* p, int32_t v) {
-#ifdef AMK_USE_HIP
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_WORKGROUP);
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  asm volatile("st.release.cta.shared.s32 [%0], %1;" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))), "r"(v)
-               : "memory");
-#else
-  __threadfence_block();
-  *reinterpret_cast<volatile int32_t*>(p) = v;
-#endif  // AMK_USE_HIP
-}
+/// Block-scope acquire load of a word in shared memory: one warp sees another's arrivals (the
+/// persistent kernel's loader / compute hand-offs where mbarriers are unavailable).
 AMK_DEVICE int32_t load_acquire_cta(const int32_t* p) {
 #ifdef AMK_USE_HIP
   return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_WORKGROUP);
