@@ -32,7 +32,7 @@ note "$DEVICE"
 note "configure + build (arch $ARCH, -j$JOBS)"
 CUDA_ARCH_FLAGS="-DAMK_CUDA_ARCHITECTURES=$ARCH"
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON "$CUDA_ARCH_FLAGS" -DAMK_WERROR=ON \
-      -DCMAKE_CUDA_FLAGS="-Xptxas=-v" >"$LOGS/configure.log" 2>&1 &&
+      -DCMAKE_CUDA_FLAGS="-Xptxas=-v -lineinfo" >"$LOGS/configure.log" 2>&1 &&
    cmake --build "$BUILD" -j"$JOBS" --target amk_gpu_tests amk-soak >"$LOGS/build.log" 2>&1; then
   RESULT[build]="ok"
 else
@@ -41,7 +41,7 @@ else
     note "build failed; retrying with -gencode=arch=compute_90a,code=sm_90a"
     rm -rf "$BUILD"
     if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=OFF \
-          -DCMAKE_CUDA_FLAGS="-gencode=arch=compute_90a,code=sm_90a -Xptxas=-v" -DAMK_WERROR=ON \
+          -DCMAKE_CUDA_FLAGS="-gencode=arch=compute_90a,code=sm_90a -Xptxas=-v -lineinfo" -DAMK_WERROR=ON \
           >"$LOGS/configure.log" 2>&1 &&
        cmake --build "$BUILD" -j"$JOBS" --target amk_gpu_tests amk-soak >"$LOGS/build.log" 2>&1; then
       RESULT[build]="ok (gencode)"
@@ -114,6 +114,13 @@ if [ -x "$BIN" ]; then
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference" \
       >"$LOGS/racecheck-rows.log" 2>&1
     RESULT[racecheck-rows]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-rows.log" | tail -1)"
+    # synccheck: every named barrier / mbarrier use (counts, divergence) on the loader hand-offs.
+    timeout 200 compute-sanitizer --tool synccheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/synccheck-stream.log" 2>&1
+    RESULT[synccheck-stream]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/synccheck-stream.log" | tail -1)"
+    # The first hazards of each racecheck run, with source lines (-lineinfo), for the log.
+    for f in racecheck-stream racecheck racecheck-rows; do
+      grep -m6 -A3 -E 'Race reported|Warning|Error:' "$LOGS/$f.log" | head -24
+    done
   else
     RESULT[sanitizers]="skipped (compute-sanitizer not found)"
   fi
@@ -194,7 +201,7 @@ fi
   echo "================ amk device-check summary ================"
   printf '%-16s %s\n' "device" "$DEVICE"
   printf '%-16s %s\n' "arch" "$ARCH"
-  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream racecheck-stream racecheck-attn racecheck-rows sanitizers launch-costs llama-1b llama-8b soak-gpu; do
+  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream racecheck-stream racecheck-attn racecheck-rows synccheck-stream sanitizers launch-costs llama-1b llama-8b soak-gpu; do
     [ -n "${RESULT[$k]+x}" ] && printf '%-16s %s\n' "$k" "${RESULT[$k]}"
   done
   [ -s "$LOGS/kernel-report.txt" ] && printf '%-16s %s\n' "launch" "$(sed 's/.*kernel: //' "$LOGS/kernel-report.txt" | cut -c1-200)"

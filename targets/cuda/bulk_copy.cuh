@@ -57,16 +57,23 @@ AMK_DEVICE bool mbarrier_test_parity(uint64_t* bar, uint32_t parity) {
   return done != 0;
 }
 
+/// Any thread: one potentially blocking look (the hardware may suspend the thread for a while
+/// if the phase is incomplete, freeing its issue slots); true once the phase with parity
+/// `parity` has completed (acquire at CTA scope).
+AMK_DEVICE bool mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(smem_addr(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
 /// Any thread: wait until the phase of `bar` with parity `parity` has completed (the copy's bytes
 /// are then visible to this thread). Bounded by the copy itself: no abort polling needed.
 AMK_DEVICE void mbarrier_wait_parity(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
+  while (!mbarrier_try_wait_parity(bar, parity)) {
   }
 }
 #endif  // AMK_HAVE_BULK_COPY

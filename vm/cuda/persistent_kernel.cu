@@ -277,8 +277,12 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
     const int32_t c = *consumed;
     ring.wait(c);  // every thread sees the bytes land
     instructions::gemv_stream_chunk(plan, ring.slot(c), n0, rows, scale, part[c & 1], ctx);
-    *consumed = c + 1;  // past gemv_stream_chunk's barrier: every compute thread is done with the slot
-    if (threadIdx.x == 0) ring_free[c % ring.slots].arrive();  // after gemv_stream_chunk's barrier
+    *consumed = c + 1;
+    // Every compute thread releases its own reads of the slot (the phase completes with the last
+    // of them). Thread 0 alone after gemv_stream_chunk's barrier orders them as well by the PTX
+    // memory model, but racecheck then reports the next bulk copy into the slot as racing the
+    // reads; per-thread arrivals cost nothing measurable (docs/PERFORMANCE.md, row 25).
+    ring_free[c % ring.slots].arrive();
   }
   return AMK_DEVERR_NONE;
 }
@@ -379,6 +383,10 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
     t = gpu::shfl(t, 0);
     if (t == -2) break;
     if (t < 0) continue;
+    // Lane 0 saw the slot freed (its acquire of every compute thread's release on task_free);
+    // the warp barrier carries that to the lanes that rewrite the slot. A shuffle orders no
+    // memory: without this, lanes 1..31 would overwrite words a compute thread may still read.
+    gpu::warp_sync();
     TaskSlot& slot = s.slot[t % args.staged_tasks];
     stage_task(args, begin + t, slot, lane, gpu::kWarpSize);
     if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
@@ -405,14 +413,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     s.prog.step = &s.step;
     for (int i = 0; i < args.staged_tasks; ++i) {
       s.task_ready[i].init(gpu::kWarpSize);  // every loader lane releases the words it staged
-      s.task_free[i].init();
+      s.task_free[i].init(kComputeThreads);  // every compute thread releases its reads of the slot
     }
     s.quit.init();
 #if AMK_HAVE_BULK_COPY
     if (streams(args)) {
       for (int i = 0; i < ring_view(args, s_dyn, s.ring_bar).slots; ++i) {
         gpu::mbarrier_init(&s.ring_bar[i]);
-        s.ring_free[i].init();
+        s.ring_free[i].init(kComputeThreads);  // every compute thread releases its reads (run_streamed)
       }
     }
     gpu::mbarrier_init_fence();
@@ -484,8 +492,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       }
       if (out_counter >= 0 && out_counter < p.n_counters) gpu::atomic_add_release_gpu(&p.counters[out_counter], 1u);
       gpu::store_release_gpu(&args.progress[worker], t + 1);
-      if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();  // the slot may be restaged
     }
+    // The slot may be restaged once every compute thread has released its own reads of it.
+    if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();
   }
 }
 

@@ -27,8 +27,16 @@ struct StageHandoff {
   __device__ void init(uint32_t arrivals = 1) { gpu::mbarrier_init(&bar, arrivals); }
   /// One of the signalling threads: arrive on the current phase, releasing this thread's writes.
   __device__ void arrive() { gpu::mbarrier_arrive(&bar); }
-  /// Any thread, without blocking: whether phase k has completed.
-  __device__ bool test(uint32_t k) { return gpu::mbarrier_test_parity(&bar, k & 1u); }
+  /// Any thread, without blocking: whether phase k has completed. A completed test is confirmed
+  /// by a try_wait, which returns at once on a completed phase: compute-sanitizer racecheck
+  /// records try_wait as the acquiring side of an mbarrier (its --racecheck-trace-sync shows
+  /// "barrier wait" for try_wait and nothing for test_wait), so without it every write the
+  /// loader makes after a test() would be reported as racing the compute warps' earlier reads.
+  __device__ bool test(uint32_t k) {
+    return gpu::mbarrier_test_parity(&bar, k & 1u) && gpu::mbarrier_try_wait_parity(&bar, k & 1u);
+  }
+  /// Any thread: wait until phase k has completed, suspended in hardware between looks.
+  __device__ void wait(uint32_t k) { gpu::mbarrier_wait_parity(&bar, k & 1u); }
 #else
   int32_t arrived;
   int32_t arrivals;
@@ -44,12 +52,12 @@ struct StageHandoff {
   __device__ bool test(uint32_t k) {
     return gpu::load_acquire_cta(&arrived) >= (static_cast<int32_t>(k) + 1) * arrivals;
   }
-#endif  // AMK_HAVE_BULK_COPY
   /// Any thread: wait until phase k has completed (the signaller is never blocked on this thread).
   __device__ void wait(uint32_t k) {
     while (!test(k)) {
     }
   }
+#endif  // AMK_HAVE_BULK_COPY
 };
 
 }  // namespace AMK_GPU_VENDOR_NS
