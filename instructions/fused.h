@@ -12,7 +12,13 @@ enum FusedRecipeId : int32_t {
   kRecipeRmsNormGemv = 2,     ///< [x, norm_w, W]: y = (rmsnorm(x) * norm_w) . W[n]
   kRecipeSiluMulGemv = 3,     ///< [gate, up, W]: y = (silu(gate) * up) . W[n]
   kRecipeSiluMulGemvAdd = 4,  ///< [gate, up, W, residual]: SILU_MUL_GEMV + residual[n]
+  kRecipeRopeAppend = 5,      ///< [x, inv_freq, cache]: cache[pos] = rope(x) (rope_append.h; not a GEMV)
 };
+
+/// The recipe id of a FUSED instruction (flags bits 16-31).
+AMK_HD int32_t fused_recipe(const amk_instruction_t& inst) {
+  return static_cast<int32_t>(static_cast<uint32_t>(inst.params.flags) >> AMK_FLAG_RECIPE_SHIFT);
+}
 
 /// Decoded FUSED operands: mm.x is x or gate; aux is norm_w or up.
 struct FusedArgs {
@@ -23,10 +29,11 @@ struct FusedArgs {
   float eps = 0.0f;
 };
 
-/// BAD_PARAMS for an unknown recipe, the wrong input count, or operands that do not fit the tile
-/// (as GEMV_TILE; norm_w has K elements, up matches gate, residual is [rows, N_out]).
+/// The GEMV recipes (1-4). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
+/// RopeAppendArgs), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
+/// norm_w has K elements, up matches gate, residual is [rows, N_out]).
 AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& inst, FusedArgs* a) {
-  a->recipe = static_cast<int32_t>(static_cast<uint32_t>(inst.params.flags) >> AMK_FLAG_RECIPE_SHIFT);
+  a->recipe = fused_recipe(inst);
   int32_t w_index = 1, n_in = 3;
   switch (a->recipe) {
     case kRecipeGemvAdd: a->has_residual = true; break;

@@ -7,11 +7,13 @@
 #include "instructions/common/reduce.h"
 #include "instructions/fused.h"
 #include "instructions/rms_norm.h"
+#include "instructions/rope_append.h"
 #include "instructions/silu_mul.h"
 
 namespace amk::instructions {
 
 int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
+  if (fused_recipe(inst) == kRecipeRopeAppend) return rope_append_ref(prog, inst);
   FusedArgs a;
   AMK_TRY_DEV(decode_fused(prog, inst, &a));
   const MatmulArgs& mm = a.mm;

@@ -27,6 +27,7 @@
 #include "instructions/mul.h"
 #include "instructions/rms_norm.h"
 #include "instructions/rope.h"
+#include "instructions/rope_append.h"
 #include "instructions/sample_argmax.h"
 #include "instructions/silu_mul.h"
 #include "instructions/softmax.h"
@@ -64,7 +65,7 @@ namespace amk::instructions {
   X(6, AttentionTileArgs) X(7, RopeArgs) X(8, SiluMulArgs) X(9, GeluArgs) X(10, AddArgs)        \
   X(11, MulArgs) X(12, DequantArgs) X(13, SoftmaxArgs) X(14, AllreduceShardArgs)                \
   X(15, KvAppendArgs) X(16, SampleArgmaxArgs) X(17, AttentionCombineArgs) X(18, FusedArgs)      \
-  X(19, GemvPlan)
+  X(19, GemvPlan) X(20, RopeAppendArgs)
 
 template <typename Args>
 struct TaskBlobTag {
@@ -102,6 +103,15 @@ inline constexpr int64_t kTaskBlobBytes = task_blob_bytes();
 AMK_HD int32_t predecode_task(const amk_program_t& p, const amk_instruction_t& inst, unsigned char* blob) {
   TaskBlobHeader h{-1, inst.op, 0, 0};
   memcpy(blob, &h, sizeof h);
+  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeRopeAppend) {  // the one non-GEMV recipe
+    RopeAppendArgs a;
+    AMK_TRY_DEV(decode_rope_append_static(p, inst, &a));
+    h.tag = TaskBlobTag<RopeAppendArgs>::value;
+    h.bytes = static_cast<int32_t>(sizeof(RopeAppendArgs));
+    memcpy(blob + sizeof h, &a, sizeof a);
+    memcpy(blob, &h, sizeof h);
+    return AMK_DEVERR_NONE;
+  }
   switch (inst.op) {
 #define AMK_TASK_BLOB_CASE(op, Args, fn)               \
   case op: {                                           \

@@ -154,7 +154,7 @@ void attention_tile(Emitter& e) {
 void fused(Emitter& e) {
   const RecipeSpec* recipe = nullptr;
   if (auto name = e.task.params.get_string("recipe")) recipe = recipe_find(*name);
-  if (recipe == nullptr) {
+  if (recipe == nullptr || !recipe->gemv) {  // ROPE_APPEND: as KV_APPEND, the cache read and written whole
     e.rest(0, true);
     return;
   }

@@ -41,6 +41,7 @@ const std::vector<RecipeSpec>& recipe_specs() {
       {FusedRecipe::RmsNormGemv, "RMSNORM_GEMV", 3, {"eps", "K", "N_tile", "n_off"}, -1},
       {FusedRecipe::SiluMulGemv, "SILU_MUL_GEMV", 3, {"K", "N_tile", "n_off"}, -1},
       {FusedRecipe::SiluMulGemvAdd, "SILU_MUL_GEMV_ADD", 4, {"K", "N_tile", "n_off"}, 3},
+      {FusedRecipe::RopeAppend, "ROPE_APPEND", 3, {"head_dim", "pos"}, -1, false},
   };
   return specs;
 }

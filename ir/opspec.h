@@ -27,6 +27,7 @@ enum class FusedRecipe : int32_t {
   RmsNormGemv = 2,     ///< [x, norm_w, W] -> out tile = rmsnorm(x) * norm_w @ W.T
   SiluMulGemv = 3,     ///< [gate, up, W] -> out tile = (silu(gate) * up) @ W.T
   SiluMulGemvAdd = 4,  ///< [gate, up, W, residual] -> SiluMulGemv + residual tile
+  RopeAppend = 5,      ///< [x, inv_freq, cache] -> cache: cache[pos, :] = rope(x, pos) (ROPE then KV_APPEND)
 };
 struct RecipeSpec {
   FusedRecipe recipe;
@@ -34,6 +35,7 @@ struct RecipeSpec {
   int inputs;
   std::vector<std::string_view> required_params;
   int residual_input;     ///< index of the input read only over the output tile, or -1
+  bool gemv = true;       ///< a GEMV tile with a prologue / epilogue (false: ROPE_APPEND)
 };
 /// All recipes.
 const std::vector<RecipeSpec>& recipe_specs();

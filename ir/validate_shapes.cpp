@@ -68,6 +68,8 @@ class TaskShapes {
   void gemv(const Buffer* x, const Buffer* w, const Buffer* y);
   void attention();
   void combine();
+  void gemv_recipe(const RecipeSpec& r);
+  void rope_append();
 
   Context& cx_;
   int32_t t_;
@@ -231,13 +233,8 @@ void TaskShapes::run() {
       auto rname = task_.params.get_string("recipe");
       const RecipeSpec* r = rname ? recipe_find(*rname) : nullptr;
       if (r == nullptr || static_cast<int>(n_in) != r->inputs) break;  // params.type / arity report it
-      const bool silu = r->recipe == FusedRecipe::SiluMulGemv || r->recipe == FusedRecipe::SiluMulGemvAdd;
-      if (silu) same_numel(in(0), in(1));
-      if (r->recipe == FusedRecipe::RmsNormGemv) expect(in(1), "numel", numel(in(1)), cols(in(0)), "norm weight of x");
-      gemv(in(0), in(silu || r->recipe == FusedRecipe::RmsNormGemv ? 2 : 1), out(0));
-      if (r->residual_input >= 0 && out(0))
-        expect(in(static_cast<size_t>(r->residual_input)), "numel", numel(in(static_cast<size_t>(r->residual_input))),
-               numel(out(0)), "residual matches the output");
+      if (r->gemv) gemv_recipe(*r);
+      else rope_append();
       if (auto flags = p("flags"); flags && ((*flags >> kFlagRecipeShift) & 0xffff) != 0 &&
                                    ((*flags >> kFlagRecipeShift) & 0xffff) != static_cast<int64_t>(r->recipe))
         fail("contract", "flags bits 16-31 hold recipe id " + s((*flags >> kFlagRecipeShift) & 0xffff) + " but recipe " +
@@ -246,6 +243,41 @@ void TaskShapes::run() {
     }
     case Opcode::Nop: break;
   }
+}
+
+// FUSED GEMV recipes: the tile's operands (x or gate, norm_w or up, W, residual).
+void TaskShapes::gemv_recipe(const RecipeSpec& r) {
+  const bool silu = r.recipe == FusedRecipe::SiluMulGemv || r.recipe == FusedRecipe::SiluMulGemvAdd;
+  if (silu) same_numel(in(0), in(1));
+  if (r.recipe == FusedRecipe::RmsNormGemv) expect(in(1), "numel", numel(in(1)), cols(in(0)), "norm weight of x");
+  gemv(in(0), in(silu || r.recipe == FusedRecipe::RmsNormGemv ? 2 : 1), out(0));
+  if (r.residual_input >= 0 && out(0)) {
+    const Buffer* residual = in(static_cast<size_t>(r.residual_input));
+    expect(residual, "numel", numel(residual), numel(out(0)), "residual matches the output");
+  }
+}
+
+// FUSED ROPE_APPEND [x, inv_freq, cache] -> cache: ROPE's rules on x and inv_freq, KV_APPEND's on
+// the cache (the output is input 2, a KV_CACHE; x is one cache row; pos is a row).
+void TaskShapes::rope_append() {
+  if (out(0) && task_.outputs[0] != task_.inputs[2])
+    fail("contract", "FUSED ROPE_APPEND must write its input 2 (the cache), but writes " + name(out(0)), out(0));
+  if (out(0) && out(0)->kind != BufferKind::KvCache)
+    fail("contract", "FUSED ROPE_APPEND writes " + name(out(0)) + ", a " + std::string(buffer_kind_name(out(0)->kind)) +
+                         " buffer; it must be a KV_CACHE", out(0));
+  if (auto hd = p("head_dim")) {
+    if (*hd < 2 || *hd % 2 != 0) {
+      fail("shape", "head_dim " + s(*hd) + " must be even and >= 2");
+    } else {
+      if (in(0) && numel(in(0)) % *hd != 0)
+        fail("shape", name(in(0)) + " numel " + s(numel(in(0))) + " is not a multiple of head_dim " + s(*hd), in(0));
+      if (in(1) && numel(in(1)) != *hd / 2) expect(in(1), "numel", numel(in(1)), *hd / 2, "inv_freq holds head_dim/2 entries");
+    }
+  }
+  if (in(1)) expect_dtype(in(1), DType::F32, "inv_freq table");
+  if (in(0) && in(2)) expect(in(0), "numel", numel(in(0)), cols(in(2)), "one cache row");
+  if (auto pos = p("pos"); pos && in(2) && (*pos < 0 || *pos >= rows(in(2))))
+    fail("shape", "pos " + s(*pos) + " is not a row of " + name(in(2)) + " (" + s(rows(in(2))) + " rows)", in(2));
 }
 
 }  // namespace

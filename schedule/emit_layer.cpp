@@ -1,11 +1,12 @@
 // schedule/emit_layer.cpp: one Llama decoder layer as a chain of stages.
 // Unfused, a layer is: attn_norm, qkv, rope (+ KV_APPEND v), kv_append (k), attention,
 // [attn_combine], o_proj, attn_residual, mlp_norm, gate_up, silu_mul, down_proj, mlp_residual.
-// Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 7 stages (8 with
+// Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 6 stages (7 with
 // split-KV). Tasks inside a stage never touch the same bytes: tiles write disjoint columns, and
 // the in-place residual tiles read and write only their own columns of h.
 #include <cmath>
 
+#include "ir/opspec.h"
 #include "schedule/cost.h"
 #include "schedule/emit.h"
 
@@ -51,6 +52,21 @@ void emit_kv_append(LowerContext& c, const std::string& label, ir::BufferId x, i
   p.set("flags", ir::kFlagStepPos);
   const Cost cost = cost_kv_append(c.b.buffer(x).numel(), c.dtype);
   c.b.add_task(ir::Opcode::KvAppend, {x, cache}, {cache}, std::move(p), label, cost.bytes, cost.flops);
+}
+
+// k rotated straight into row pos of its cache: ROPE then KV_APPEND as one FUSED ROPE_APPEND task
+// (the kv_append stage disappears).
+void emit_rope_append(LowerContext& c, const std::string& label, ir::BufferId x, ir::BufferId cache) {
+  const int64_t n = c.b.buffer(x).numel();
+  ir::Params p;
+  p.set("recipe", std::string(ir::recipe_find(static_cast<int64_t>(ir::FusedRecipe::RopeAppend))->name));
+  p.set("head_dim", c.model.head_dim);
+  p.set("theta", c.model.rope_theta);
+  p.set("pos", int64_t{0});
+  p.set("flags", ir::kFlagStepPos | (static_cast<int64_t>(ir::FusedRecipe::RopeAppend) << ir::kFlagRecipeShift));
+  // ROPE's traffic (x read, a row written, the inv_freq table): the row goes straight to the cache.
+  const Cost cost = cost_rope(n, c.model.head_dim, c.dtype);
+  c.b.add_task(ir::Opcode::Fused, {x, c.inv_freq, cache}, {cache}, std::move(p), label, cost.bytes, cost.flops);
 }
 
 // Head groups x KV partitions. With P > 1 each partition writes F32 {acc, m, l} partials into
@@ -128,13 +144,16 @@ void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeig
   for (const GemvJob* j : {&qj, &kj, &vj}) emit_gemv_tiles(c, *j);
 
   const ir::BufferId q_rot = c.activation(P + ".q_rot", m.q_dim());
-  const ir::BufferId k_rot = c.activation(P + ".k_rot", m.kv_dim());
   c.b.begin_stage(P + " rope");
   emit_rope(c, P + ".rope_q", q, q_rot);
-  emit_rope(c, P + ".rope_k", k, k_rot);
+  const ir::BufferId k_rot = c.fusion.rope_append ? ir::BufferId() : c.activation(P + ".k_rot", m.kv_dim());
+  if (c.fusion.rope_append) emit_rope_append(c, P + ".rope_append_k", k, k_cache);
+  else emit_rope(c, P + ".rope_k", k, k_rot);
   emit_kv_append(c, P + ".kv_append_v", v, v_cache);  // v needs no rotation: append it now
-  c.b.begin_stage(P + " kv_append");
-  emit_kv_append(c, P + ".kv_append_k", k_rot, k_cache);
+  if (!c.fusion.rope_append) {
+    c.b.begin_stage(P + " kv_append");
+    emit_kv_append(c, P + ".kv_append_k", k_rot, k_cache);
+  }
 
   const ir::BufferId attn = c.activation(P + ".attn", m.q_dim());
   emit_attention(c, P, q_rot, k_cache, v_cache, attn);

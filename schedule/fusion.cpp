@@ -24,6 +24,7 @@ const std::vector<KnownGroup>& known_groups() {
       {{"down_proj", "residual_add"}, "down_proj", [](FusionPlan& p) { p.down_residual = true; }},
       {{"final_norm", "lm_head", "argmax"}, "lm_head", [](FusionPlan& p) { p.final_norm_lm_head = true; }},
       {{"final_norm", "lm_head"}, "lm_head", [](FusionPlan& p) { p.final_norm_lm_head = true; }},
+      {{"rope", "kv_append"}, "k_rope", [](FusionPlan& p) { p.rope_append = true; }},
   };
   return groups;
 }
@@ -71,7 +72,8 @@ std::vector<std::vector<std::string>> fusion_all_groups() {
           {"rmsnorm", "gate_proj", "up_proj"},
           {"o_proj", "residual_add"},
           {"silu_mul", "down_proj", "residual_add"},
-          {"final_norm", "lm_head", "argmax"}};
+          {"final_norm", "lm_head", "argmax"},
+          {"rope", "kv_append"}};
 }
 
 }  // namespace amk::schedule

@@ -16,6 +16,7 @@ struct FusionPlan {
   bool silu_down = false;         ///< silu_mul folded into the down tiles (SILU_MUL_GEMV[_ADD])
   bool down_residual = false;     ///< residual add folded into the down tiles (GEMV_ADD / SILU_MUL_GEMV_ADD)
   bool final_norm_lm_head = false;  ///< {final_norm, lm_head[, argmax]}: RMSNORM_GEMV LM-head tiles
+  bool rope_append = false;       ///< {rope, kv_append}: k rotated straight into its cache row (ROPE_APPEND)
 };
 
 /// Resolve the groups. An unknown group, or a projection named by two groups, is InvalidArgument

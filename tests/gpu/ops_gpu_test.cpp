@@ -105,7 +105,8 @@ TEST_CASE("gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference", "[gpu][op:sof
   }
 }
 
-TEST_CASE("gpu EMBED, ROPE and KV_APPEND (STEP_POS) match the CPU reference", "[gpu][op:embed][op:rope][op:kv_append]") {
+TEST_CASE("gpu EMBED, ROPE, KV_APPEND and FUSED ROPE_APPEND (STEP_POS) match the CPU reference",
+          "[gpu][op:embed][op:rope][op:kv_append][op:fused]") {
   gputest::require_gpu();
   for (int64_t hd : {int64_t{64}, int64_t{128}}) {
     for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
@@ -128,6 +129,13 @@ TEST_CASE("gpu EMBED, ROPE and KV_APPEND (STEP_POS) match the CPU reference", "[
       ir::Task& k = b.task(Opcode::KvAppend, {kv, cache}, {cache}, 2, "kv_append");
       k.params.set("pos", int64_t{1});
       k.params.set("flags", ir::kFlagStepPos);
+      const int k2 = b.buffer("k_new2", BufferKind::IoInput, dt, {2 * hd});
+      const int cache2 = b.buffer("k_cache2", BufferKind::KvCache, dt, {40, 2 * hd});
+      ir::Task& ra = b.task(Opcode::Fused, {k2, invf, cache2}, {cache2}, 0, "rope_append");
+      ra.params.set("recipe", std::string("ROPE_APPEND"));
+      ra.params.set("head_dim", hd);
+      ra.params.set("pos", int64_t{3});  // row 32 at o.pos 29
+      ra.params.set("flags", ir::kFlagStepPos | (int64_t{5} << ir::kFlagRecipeShift));
       gputest::CompareOptions o;
       o.pos = 29;
       o.fill = [&](int buf, void* dst, size_t bytes) {

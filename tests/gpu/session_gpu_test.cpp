@@ -106,7 +106,8 @@ TEST_CASE("gpu session: with small fused tiles the weight ring carries them and 
   // its weights from the shared-memory weight stream.
   auto cfg = schedule::schedule_config_from_json_text(
       R"({"fusion_grouping": [["rmsnorm","q_proj","k_proj","v_proj"], ["rmsnorm","gate_proj","up_proj"],
-          ["o_proj","residual_add"], ["silu_mul","down_proj","residual_add"], ["final_norm","lm_head","argmax"]],
+          ["o_proj","residual_add"], ["silu_mul","down_proj","residual_add"], ["final_norm","lm_head","argmax"],
+          ["rope","kv_append"]],
           "tiling": {"gemv": {"N_tile": 16}}})",
       "test schedule");
   REQUIRE(cfg.is_ok());

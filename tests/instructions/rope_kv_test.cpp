@@ -124,3 +124,74 @@ TEST_CASE("KV_APPEND writes one cache row at the effective pos", "[instructions]
   REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
   for (int64_t i = 0; i < S * row; ++i) CHECK(p.get(c3, i) == (i / row == 1 ? nv[i % row] : 0.0));
 }
+
+TEST_CASE("FUSED ROPE_APPEND equals ROPE then KV_APPEND, bit for bit", "[instructions][op:fused][op:rope]") {
+  for (int64_t hd : {64, 128}) {
+    for (int32_t dt : {AMK_DTYPE_F32, AMK_DTYPE_BF16, AMK_DTYPE_F16}) {
+      INFO("hd " << hd << " dtype " << dt);
+      const int64_t kv_heads = 2, S = 5, row = kv_heads * hd;
+      RefProgram p;
+      const auto xv = random_values(row, 120 + hd, dt, -2, 2);
+      const auto cv = random_values(S * row, 130 + hd, dt);
+      const int32_t x = p.add(dt, {row}, xv), f = p.add(AMK_DTYPE_F32, {hd / 2}, inv_freq_table(hd, 500000.0));
+      const int32_t fused_cache = p.add(dt, {S, row}, cv), ref_cache = p.add(dt, {S, row}, cv);
+      const int32_t rotated = p.add(dt, {row});  // the unfused lowering's k_rot: the cache's dtype
+      auto fused = make_inst(AMK_OP_FUSED, {x, f, fused_cache}, {fused_cache});
+      fused.params.head_dim = static_cast<int32_t>(hd);
+      fused.params.pos = 1;
+      fused.params.flags = AMK_FLAG_STEP_POS | (5 << AMK_FLAG_RECIPE_SHIFT);
+      auto rope = make_inst(AMK_OP_ROPE, {x, f}, {rotated});
+      rope.params = fused.params;
+      rope.params.flags = AMK_FLAG_STEP_POS;
+      auto append = make_inst(AMK_OP_KV_APPEND, {rotated, ref_cache}, {ref_cache});
+      append.params = rope.params;
+      for (int64_t step : {0, 2, 3}) {  // effective pos 1, 3, 4 (the last row)
+        p.set_step(step);
+        REQUIRE(p.run(fused) == AMK_DEVERR_NONE);
+        REQUIRE(p.run(rope) == AMK_DEVERR_NONE);
+        REQUIRE(p.run(append) == AMK_DEVERR_NONE);
+        // Stored values compared exactly (a double holds every f32 / bf16 / f16 value).
+        REQUIRE(p.values(fused_cache) == p.values(ref_cache));
+      }
+      // Rows never appended keep their old contents; the rotation is right (fp64 reference).
+      for (int64_t i = 0; i < row; ++i) CHECK(p.get(fused_cache, i) == cv[static_cast<size_t>(i)]);
+      const auto want = rope_fp64(xv, inv_freq_table(hd, 500000.0), hd, 4);
+      const auto mag = rope_mag(xv, hd);
+      for (int64_t i = 0; i < row; ++i)
+        CHECK(std::fabs(p.get(fused_cache, 4 * row + i) - want[static_cast<size_t>(i)]) <=
+              (dt == AMK_DTYPE_F32 ? 1e-5 : 1e-2) * (mag[static_cast<size_t>(i)] + 1e-3));
+      // pos == S and a negative pos are errors that write nothing.
+      const auto before = p.values(fused_cache);
+      p.set_step(4);
+      CHECK(p.run(fused) == AMK_DEVERR_INDEX_OUT_OF_RANGE);
+      fused.params.flags = 5 << AMK_FLAG_RECIPE_SHIFT;
+      fused.params.pos = -1;
+      CHECK(p.run(fused) == AMK_DEVERR_INDEX_OUT_OF_RANGE);
+      CHECK(p.values(fused_cache) == before);
+      CHECK(p.guards_intact());
+    }
+  }
+}
+
+TEST_CASE("FUSED ROPE_APPEND refuses operands that do not fit", "[instructions][op:fused]") {
+  RefProgram p;
+  const int32_t x = p.add(AMK_DTYPE_F32, {8}), f = p.add(AMK_DTYPE_F32, {2}), cache = p.add(AMK_DTYPE_F32, {3, 8});
+  const int32_t f3 = p.add(AMK_DTYPE_F32, {3}), odd_cache = p.add(AMK_DTYPE_F32, {3, 7}), other = p.add(AMK_DTYPE_F32, {3, 8});
+  auto inst = make_inst(AMK_OP_FUSED, {x, f, cache}, {cache});
+  inst.params.head_dim = 4;
+  inst.params.flags = 5 << AMK_FLAG_RECIPE_SHIFT;
+  REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
+  inst.params.head_dim = 3;  // odd
+  CHECK(p.run(inst) == AMK_DEVERR_BAD_PARAMS);
+  inst.params.head_dim = 4;
+  auto with = [&](std::vector<int32_t> ins, int32_t out) {
+    auto i2 = make_inst(AMK_OP_FUSED, std::move(ins), {out});
+    i2.params = inst.params;
+    return p.run(i2);
+  };
+  CHECK(with({x, f3, cache}, cache) == AMK_DEVERR_BAD_PARAMS);          // inv_freq is not head_dim / 2
+  CHECK(with({x, f, odd_cache}, odd_cache) == AMK_DEVERR_BAD_PARAMS);  // rows of 7, not 8
+  CHECK(with({x, f, other}, cache) == AMK_DEVERR_NONE);                 // the output is what is written
+  CHECK(with({x, f}, cache) != AMK_DEVERR_NONE);                        // arity
+  CHECK(p.guards_intact());
+}

@@ -150,6 +150,34 @@ TEST_CASE("validate contract: KV_APPEND target, ARGMAX I32, PARTIAL_WRITE F32", 
     t.t().outputs[0] = BufferId(cache);
     expect_ok(validate(b.build()));
   }
+  SECTION("FUSED ROPE_APPEND writes its input 2, a KV cache, a row of it") {
+    ProgramBuilder b;
+    const int k = b.input("k_new", {8}), f = b.buffer("inv_freq", BufferKind::Const, {2}),
+              cache = b.kv("k_cache", {4, 8}), other = b.kv("other", {4, 8});
+    auto t = b.task(Opcode::Fused, "rope_k").in({k, f, cache}).out({other}).i("head_dim", 4).i("pos", 0)
+                 .param("recipe", std::string("ROPE_APPEND"));
+    CHECK_THAT(expect_error(validate(b.build()), "contract").message,
+               Contains("task 0 (rope_k): FUSED ROPE_APPEND must write its input 2 (the cache), but writes buffer 3 \"other\""));
+    t.t().outputs[0] = BufferId(cache);
+    expect_ok(validate(b.build()));
+    t.i("pos", 4);
+    CHECK_THAT(expect_error(validate(b.build()), "shape").message, Contains("pos 4 is not a row of buffer 2 \"k_cache\""));
+    t.i("pos", 0).i("head_dim", 8);
+    CHECK_THAT(expect_error(validate(b.build()), "shape").message,
+               Contains("buffer 1 \"inv_freq\" has numel 2, expected 4 (inv_freq holds head_dim/2 entries)"));
+    t.i("head_dim", 4);
+    b.program().buffers[static_cast<size_t>(k)].shape = {4};
+    CHECK_THAT(expect_error(validate(b.build()), "shape").message,
+               Contains("buffer 0 \"k_new\" has numel 4, expected 8 (one cache row)"));
+  }
+  SECTION("FUSED ROPE_APPEND into an activation is refused") {
+    ProgramBuilder b;
+    const int k = b.input("k_new", {8}), f = b.buffer("inv_freq", BufferKind::Const, {2}), y = b.act("y", {4, 8});
+    b.task(Opcode::Fused, "rope_k").in({k, f, y}).out({y}).i("head_dim", 4).i("pos", 0)
+        .param("recipe", std::string("ROPE_APPEND"));
+    CHECK_THAT(expect_error(validate(b.build()), "contract").message,
+               Contains("FUSED ROPE_APPEND writes buffer 2 \"y\", a ACTIVATION buffer; it must be a KV_CACHE"));
+  }
   SECTION("SAMPLE_ARGMAX writes I32") {
     ProgramBuilder b;
     const int l = b.input("logits", {16});

@@ -189,15 +189,25 @@ TEST_CASE("lower: fusion groups emit FUSED recipes and remove stages", "[schedul
   CHECK(count_op(fused, ir::Opcode::Add) == 0);
   CHECK(count_op(fused, ir::Opcode::SiluMul) == 0);
   CHECK(count_op(fused, ir::Opcode::SampleArgmax) == 1);
-  // 13 stages per layer unfused, 7 fused; plus embed, final_norm, lm_head, argmax (final_norm fused away).
+  // ROPE_APPEND: k rotated into its cache; q keeps its ROPE and v its KV_APPEND.
+  CHECK(count_recipe(fused, "ROPE_APPEND") == 4);
+  CHECK(count_op(fused, ir::Opcode::Rope) == 4);
+  CHECK(count_op(fused, ir::Opcode::KvAppend) == 4);
+  CHECK(count_op(plain, ir::Opcode::Rope) == 4 * 2);
+  CHECK(count_op(plain, ir::Opcode::KvAppend) == 4 * 2);
+  // 12 stages per layer unfused, 6 fused; plus embed, final_norm, lm_head, argmax (final_norm fused away).
   CHECK(plain.counters.size() == 1 + 4 * 12 + 3);
-  CHECK(fused.counters.size() == 1 + 4 * 7 + 2);
+  CHECK(fused.counters.size() == 1 + 4 * 6 + 2);
   for (const ir::Task& t : fused.tasks) {
     if (t.op != ir::Opcode::Fused) continue;
     const auto* r = ir::recipe_find(*t.params.get_string("recipe"));
     REQUIRE(r != nullptr);
     CHECK(t.params.int_or("flags", 0) >> ir::kFlagRecipeShift == static_cast<int64_t>(r->recipe));
     if (r->residual_input >= 0) CHECK(t.outputs[0] == t.inputs[static_cast<size_t>(r->residual_input)]);  // in place
+    if (r->recipe == ir::FusedRecipe::RopeAppend) {
+      CHECK(t.outputs[0] == t.inputs[2]);  // the cache, in place
+      CHECK((t.params.int_or("flags", 0) & ir::kFlagStepPos) != 0);
+    }
   }
 
   SECTION("partial down-projection groups") {

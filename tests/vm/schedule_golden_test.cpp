@@ -35,7 +35,8 @@ std::vector<Variant> variants() {
                                 {"rmsnorm", "gate_proj", "up_proj"},
                                 {"o_proj", "residual_add"},
                                 {"silu_mul", "down_proj", "residual_add"},
-                                {"final_norm", "lm_head", "argmax"}};
+                                {"final_norm", "lm_head", "argmax"},
+                                {"rope", "kv_append"}};
     v.push_back(b);
   }
   {
