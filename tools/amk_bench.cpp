@@ -228,6 +228,8 @@ int main(int argc, char** argv) {
   decode->add_option("--lm-head-tiles-per-sm", dopt.tiling.lm_head_tiles_per_sm,
                      "built-in schedule: LM head tiles per SM (0 = as the other projections)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
+  decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
+                     "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)");
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");
   decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
   decode->add_flag("--json", json, "machine-readable output");
@@ -279,6 +281,17 @@ int main(int argc, char** argv) {
         return kExitUsage;
       }
       dopt.ctx.push_back(c);
+    }
+    for (const std::string& group : dopt.tiling.drop_fusion) {
+      if (!amk::bench::is_builtin_fusion_group(group)) {  // a typo would silently time the default
+        std::cerr << "amk-bench: --drop-fusion: '" << group
+                  << "' is not a fusion group of the built-in schedule (docs/SCHEDULE.md lists them)\n";
+        return kExitUsage;
+      }
+    }
+    if (!dopt.tiling.drop_fusion.empty() && !dopt.schedule.empty()) {
+      std::cerr << "amk-bench: --drop-fusion changes the built-in schedule; it cannot be combined with --schedule\n";
+      return kExitUsage;
     }
     dopt.json = json;
     return amk::bench::run_decode_bench(dopt);

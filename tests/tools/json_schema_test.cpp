@@ -150,6 +150,14 @@ TEST_CASE("json: amk-bench decode and launch documents, with or without a GPU", 
   auto bad = run_tool(AMK_BENCH_BIN, "decode --json --model " + shell_quote(AMK_BINARY_DIR "/no_such_config.json"));
   REQUIRE((bad.exit_code == 1 || bad.exit_code == 3));
   parsed(bad, "amk-bench");
+
+  // --drop-fusion takes only groups of the built-in schedule (a typo would time the default):
+  // usage errors, exit 2, on any machine.
+  auto typo = run_tool(AMK_BENCH_BIN, "decode --drop-fusion rope,kvappend --model " + model);
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("'rope,kvappend' is not a fusion group of the built-in schedule"));
+  auto both = run_tool(AMK_BENCH_BIN, "decode --drop-fusion kv_append,rope --schedule x.json --model " + model);
+  CHECK(both.exit_code == 2);
 }
 
 TEST_CASE("json: amk-validate follows the same header", "[tools]") {

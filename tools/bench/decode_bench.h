@@ -21,6 +21,9 @@ struct DecodeTiling {
   /// long streamed task per SM pays the per-task costs once for the largest projection (H200,
   /// Llama-3.2-1B: LM head stage 298 -> 168 us, 2.44 -> 2.31 ms/token).
   int64_t lm_head_tiles_per_sm = 1;
+  /// Fusion groups left out of the built-in schedule, each as its comma-separated op names in
+  /// any order ("rope,kv_append"): a fusion's gain measured in the same run as the default.
+  std::vector<std::string> drop_fusion;
 };
 
 struct DecodeBenchOptions {
@@ -42,6 +45,9 @@ struct DecodeBenchOptions {
 /// Exit codes (README, amk-bench --help): 0 ok; 1 bad input (config, schedule, target); 3 no GPU
 /// or a GPU runtime failure; 4 amk's tokens disagree with the baseline (no latency is printed).
 int run_decode_bench(const DecodeBenchOptions& options);
+
+/// Whether `text` ("rope,kv_append", any order) names a group of the built-in schedule.
+bool is_builtin_fusion_group(const std::string& text);
 
 /// The schedule amk-bench uses when none is given: every fusion group, one query head per
 /// attention task, split-KV sized to the longest context, GEMV tiles per `tiling`

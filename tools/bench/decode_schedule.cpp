@@ -9,11 +9,41 @@
 #include "tools/bench/decode_bench.h"
 
 namespace amk::bench {
+namespace {
+
+// "rope,kv_append" -> {"kv_append", "rope"}: a fusion group compared as a set.
+std::vector<std::string> sorted_ops(const std::string& text) {
+  std::vector<std::string> names;
+  for (size_t b = 0, e; b <= text.size(); b = e + 1) {
+    e = std::min(text.find(',', b), text.size());
+    names.push_back(text.substr(b, e - b));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> sorted_ops(std::vector<std::string> group) {
+  std::sort(group.begin(), group.end());
+  return group;
+}
+
+}  // namespace
+
+bool is_builtin_fusion_group(const std::string& text) {
+  for (const std::vector<std::string>& group : schedule::fusion_all_groups())
+    if (sorted_ops(group) == sorted_ops(text)) return true;
+  return false;
+}
 
 std::string default_decode_schedule_json(const schedule::ModelConfig& model, int64_t num_sms, int64_t max_ctx,
                                          const DecodeTiling& tiling) {
   nlohmann::json j;
-  j["fusion_grouping"] = schedule::fusion_all_groups();
+  j["fusion_grouping"] = nlohmann::json::array();
+  for (const std::vector<std::string>& group : schedule::fusion_all_groups()) {
+    bool dropped = false;
+    for (const std::string& text : tiling.drop_fusion) dropped |= sorted_ops(text) == sorted_ops(group);
+    if (!dropped) j["fusion_grouping"].push_back(group);
+  }
   // Split-KV: one partition per 1024 cache rows (at most 8), so a long context spreads over SMs
   // while a short one leaves the extra partitions empty (they exit at once).
   const int64_t parts = std::clamp<int64_t>((max_ctx + 1023) / 1024, 1, 8);
