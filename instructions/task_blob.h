@@ -97,32 +97,29 @@ constexpr int64_t task_blob_bytes() {
 }
 inline constexpr int64_t kTaskBlobBytes = task_blob_bytes();
 
+/// Decode `inst` with `decode` into an Args and write it behind a header of its tag into `blob`.
+template <typename Args, typename Decode>
+AMK_HD int32_t write_task_blob(const amk_program_t& p, const amk_instruction_t& inst, Decode decode,
+                               unsigned char* blob) {
+  Args a;
+  AMK_TRY_DEV(decode(p, inst, &a));
+  const TaskBlobHeader h{TaskBlobTag<Args>::value, inst.op, static_cast<int32_t>(sizeof(Args)), 0};
+  memcpy(blob + sizeof h, &a, sizeof a);
+  memcpy(blob, &h, sizeof h);
+  return AMK_DEVERR_NONE;
+}
+
 /// Decode `inst` into `blob` (kTaskBlobBytes): the header and the op's Args without its
 /// step-dependent parts. Returns the decode's error (then the header's tag is -1 and the task
 /// decodes on the device, which reports the error by name), or BAD_OPCODE for ops without blobs.
 AMK_HD int32_t predecode_task(const amk_program_t& p, const amk_instruction_t& inst, unsigned char* blob) {
-  TaskBlobHeader h{-1, inst.op, 0, 0};
-  memcpy(blob, &h, sizeof h);
-  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeRopeAppend) {  // the one non-GEMV recipe
-    RopeAppendArgs a;
-    AMK_TRY_DEV(decode_rope_append_static(p, inst, &a));
-    h.tag = TaskBlobTag<RopeAppendArgs>::value;
-    h.bytes = static_cast<int32_t>(sizeof(RopeAppendArgs));
-    memcpy(blob + sizeof h, &a, sizeof a);
-    memcpy(blob, &h, sizeof h);
-    return AMK_DEVERR_NONE;
-  }
+  const TaskBlobHeader none{-1, inst.op, 0, 0};
+  memcpy(blob, &none, sizeof none);
+  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeRopeAppend)  // the one non-GEMV recipe
+    return write_task_blob<RopeAppendArgs>(p, inst, decode_rope_append_static, blob);
   switch (inst.op) {
-#define AMK_TASK_BLOB_CASE(op, Args, fn)               \
-  case op: {                                           \
-    Args a;                                            \
-    AMK_TRY_DEV(fn(p, inst, &a));                      \
-    h.tag = TaskBlobTag<Args>::value;                  \
-    h.bytes = static_cast<int32_t>(sizeof(Args));      \
-    memcpy(blob + sizeof h, &a, sizeof a);             \
-    memcpy(blob, &h, sizeof h);                        \
-    return AMK_DEVERR_NONE;                            \
-  }
+#define AMK_TASK_BLOB_CASE(op, Args, fn) \
+  case op: return write_task_blob<Args>(p, inst, fn, blob);
     AMK_TASK_BLOB_OPS(AMK_TASK_BLOB_CASE)
 #undef AMK_TASK_BLOB_CASE
     default: return AMK_DEVERR_UNKNOWN_OPCODE;

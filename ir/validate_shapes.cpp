@@ -69,7 +69,8 @@ class TaskShapes {
   void attention();
   void combine();
   void gemv_recipe(const RecipeSpec& r);
-  void rope_append();
+  void rope_operands();
+  void cache_row_write(const char* op, size_t cache);
 
   Context& cx_;
   int32_t t_;
@@ -182,19 +183,10 @@ void TaskShapes::run() {
       break;
     }
     case Opcode::AttentionTile: attention(); break;
-    case Opcode::Rope: {
-      if (auto hd = p("head_dim")) {
-        if (*hd < 2 || *hd % 2 != 0) {
-          fail("shape", "head_dim " + s(*hd) + " must be even and >= 2");
-        } else {
-          if (in(0) && numel(in(0)) % *hd != 0) fail("shape", name(in(0)) + " numel " + s(numel(in(0))) + " is not a multiple of head_dim " + s(*hd), in(0));
-          if (in(1) && numel(in(1)) < *hd / 2) expect(in(1), "numel", numel(in(1)), *hd / 2, "inv_freq holds head_dim/2 entries");
-        }
-      }
-      if (in(1)) expect_dtype(in(1), DType::F32, "inv_freq table");
+    case Opcode::Rope:
+      rope_operands();
       same_numel(in(0), out(0));
       break;
-    }
     case Opcode::SiluMul:
     case Opcode::Add:
     case Opcode::Mul:
@@ -213,17 +205,7 @@ void TaskShapes::run() {
       same_numel(in(0), out(0));
       break;
     }
-    case Opcode::KvAppend: {
-      if (out(0) && n_in >= 2 && task_.outputs[0] != task_.inputs[1])
-        fail("contract", "KV_APPEND must write its input 1 (the cache), but writes " + name(out(0)), out(0));
-      if (out(0) && out(0)->kind != BufferKind::KvCache)
-        fail("contract", "KV_APPEND writes " + name(out(0)) + ", a " + std::string(buffer_kind_name(out(0)->kind)) +
-                             " buffer; it must be a KV_CACHE", out(0));
-      if (in(0) && in(1)) expect(in(0), "numel", numel(in(0)), cols(in(1)), "one cache row");
-      if (auto pos = p("pos"); pos && in(1) && (*pos < 0 || *pos >= rows(in(1))))
-        fail("shape", "pos " + s(*pos) + " is not a row of " + name(in(1)) + " (" + s(rows(in(1))) + " rows)", in(1));
-      break;
-    }
+    case Opcode::KvAppend: cache_row_write("KV_APPEND", 1); break;
     case Opcode::SampleArgmax:
       expect_dtype(out(0), DType::I32, "SAMPLE_ARGMAX writes a token id");
       if (out(0) && numel(out(0)) != 1) fail("contract", name(out(0)) + " must hold 1 element (the token id)", out(0));
@@ -233,8 +215,12 @@ void TaskShapes::run() {
       auto rname = task_.params.get_string("recipe");
       const RecipeSpec* r = rname ? recipe_find(*rname) : nullptr;
       if (r == nullptr || static_cast<int>(n_in) != r->inputs) break;  // params.type / arity report it
-      if (r->gemv) gemv_recipe(*r);
-      else rope_append();
+      if (r->gemv) {
+        gemv_recipe(*r);
+      } else {  // ROPE_APPEND [x, inv_freq, cache]: ROPE's operands, KV_APPEND's cache rules
+        rope_operands();
+        cache_row_write("FUSED ROPE_APPEND", 2);
+      }
       if (auto flags = p("flags"); flags && ((*flags >> kFlagRecipeShift) & 0xffff) != 0 &&
                                    ((*flags >> kFlagRecipeShift) & 0xffff) != static_cast<int64_t>(r->recipe))
         fail("contract", "flags bits 16-31 hold recipe id " + s((*flags >> kFlagRecipeShift) & 0xffff) + " but recipe " +
@@ -257,27 +243,34 @@ void TaskShapes::gemv_recipe(const RecipeSpec& r) {
   }
 }
 
-// FUSED ROPE_APPEND [x, inv_freq, cache] -> cache: ROPE's rules on x and inv_freq, KV_APPEND's on
-// the cache (the output is input 2, a KV_CACHE; x is one cache row; pos is a row).
-void TaskShapes::rope_append() {
-  if (out(0) && task_.outputs[0] != task_.inputs[2])
-    fail("contract", "FUSED ROPE_APPEND must write its input 2 (the cache), but writes " + name(out(0)), out(0));
-  if (out(0) && out(0)->kind != BufferKind::KvCache)
-    fail("contract", "FUSED ROPE_APPEND writes " + name(out(0)) + ", a " + std::string(buffer_kind_name(out(0)->kind)) +
-                         " buffer; it must be a KV_CACHE", out(0));
+// ROPE's operands, shared with FUSED ROPE_APPEND: x (input 0) is whole heads of head_dim, even
+// and >= 2; inv_freq (input 1) is the F32 table of head_dim / 2 entries the kernels require.
+void TaskShapes::rope_operands() {
   if (auto hd = p("head_dim")) {
     if (*hd < 2 || *hd % 2 != 0) {
       fail("shape", "head_dim " + s(*hd) + " must be even and >= 2");
     } else {
       if (in(0) && numel(in(0)) % *hd != 0)
         fail("shape", name(in(0)) + " numel " + s(numel(in(0))) + " is not a multiple of head_dim " + s(*hd), in(0));
-      if (in(1) && numel(in(1)) != *hd / 2) expect(in(1), "numel", numel(in(1)), *hd / 2, "inv_freq holds head_dim/2 entries");
+      if (in(1)) expect(in(1), "numel", numel(in(1)), *hd / 2, "inv_freq holds head_dim/2 entries");
     }
   }
   if (in(1)) expect_dtype(in(1), DType::F32, "inv_freq table");
-  if (in(0) && in(2)) expect(in(0), "numel", numel(in(0)), cols(in(2)), "one cache row");
-  if (auto pos = p("pos"); pos && in(2) && (*pos < 0 || *pos >= rows(in(2))))
-    fail("shape", "pos " + s(*pos) + " is not a row of " + name(in(2)) + " (" + s(rows(in(2))) + " rows)", in(2));
+}
+
+// A task that writes one row of a KV cache (KV_APPEND, FUSED ROPE_APPEND): its output is its
+// input `cache`, a KV_CACHE; input 0 is one cache row; pos is a row of it.
+void TaskShapes::cache_row_write(const char* op, size_t cache) {
+  const Buffer* c = in(cache);
+  if (out(0) && c != nullptr && task_.outputs[0] != task_.inputs[cache])
+    fail("contract", std::string(op) + " must write its input " + s(static_cast<int64_t>(cache)) +
+                         " (the cache), but writes " + name(out(0)), out(0));
+  if (out(0) && out(0)->kind != BufferKind::KvCache)
+    fail("contract", std::string(op) + " writes " + name(out(0)) + ", a " +
+                         std::string(buffer_kind_name(out(0)->kind)) + " buffer; it must be a KV_CACHE", out(0));
+  if (in(0) && c != nullptr) expect(in(0), "numel", numel(in(0)), cols(c), "one cache row");
+  if (auto pos = p("pos"); pos && c != nullptr && (*pos < 0 || *pos >= rows(c)))
+    fail("shape", "pos " + s(*pos) + " is not a row of " + name(c) + " (" + s(rows(c)) + " rows)", c);
 }
 
 }  // namespace

@@ -170,6 +170,15 @@ TEST_CASE("validate contract: KV_APPEND target, ARGMAX I32, PARTIAL_WRITE F32", 
     CHECK_THAT(expect_error(validate(b.build()), "shape").message,
                Contains("buffer 0 \"k_new\" has numel 4, expected 8 (one cache row)"));
   }
+  SECTION("ROPE's inv_freq holds exactly head_dim/2 entries (the kernels refuse any other size)") {
+    ProgramBuilder b;
+    const int q = b.input("q", {12}), f = b.buffer("inv_freq", BufferKind::Const, {3}), y = b.output("q_rot", {12});
+    auto t = b.task(Opcode::Rope, "rope_q").in({q, f}).out({y}).i("head_dim", 4).param("theta", 1e4);
+    CHECK_THAT(expect_error(validate(b.build()), "shape").message,
+               Contains("buffer 1 \"inv_freq\" has numel 3, expected 2 (inv_freq holds head_dim/2 entries)"));
+    t.i("head_dim", 6);
+    expect_ok(validate(b.build()));
+  }
   SECTION("FUSED ROPE_APPEND into an activation is refused") {
     ProgramBuilder b;
     const int k = b.input("k_new", {8}), f = b.buffer("inv_freq", BufferKind::Const, {2}), y = b.act("y", {4, 8});
