@@ -383,14 +383,15 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
     t = gpu::shfl(t, 0);
     if (t == -2) break;
     if (t < 0) continue;
-    // Lane 0 saw the slot freed (its acquire of every compute thread's release on task_free);
-    // the warp barrier carries that to the lanes that rewrite the slot. A shuffle orders no
-    // memory: without this, lanes 1..31 would overwrite words a compute thread may still read.
-    gpu::warp_sync();
+    // Lane 0 saw the slot freed; every lane that rewrites it acquires the compute threads'
+    // releases itself (the phase is complete, so this returns at once). A shuffle orders no
+    // memory, and compute-sanitizer racecheck does not carry lane 0's acquire to the other lanes
+    // through a warp barrier: it reported every staged word as racing the previous task's reads.
+    if (t >= args.staged_tasks) s.task_free[t % args.staged_tasks].wait(static_cast<uint32_t>(t / args.staged_tasks - 1));
     TaskSlot& slot = s.slot[t % args.staged_tasks];
     stage_task(args, begin + t, slot, lane, gpu::kWarpSize);
+    gpu::warp_sync();  // the slot's words, written by every lane, before any lane reads them
     if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
-    gpu::warp_sync();  // the slot's words, written by every lane, before lane 0 polls the counters
     if (lane == 0) ++ld.staged;
     else s.task_ready[t % args.staged_tasks].arrive();  // lane 0 arrives last, when it publishes
   }
