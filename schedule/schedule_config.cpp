@@ -78,8 +78,9 @@ Status schedule_config_check(const ir::ScheduleConfig& c, const ir::GpuTarget& t
     return invalid("page_allocation: \"" + c.page_allocation + "\" is not one of \"none\", \"linear\", \"graph_color\"");
   }
   if (const auto* name = std::get_if<std::string>(&c.sm_assignment)) {
-    if (*name != "round_robin" && *name != "load_balance") {
-      return invalid("sm_assignment: \"" + *name + "\" is not \"round_robin\", \"load_balance\" or a {task_id: sm} map");
+    if (*name != "round_robin" && *name != "load_balance" && *name != "stage_balance") {
+      return invalid("sm_assignment: \"" + *name +
+                     "\" is not \"round_robin\", \"load_balance\", \"stage_balance\" or a {task_id: sm} map");
     }
   }
   return Status::ok();

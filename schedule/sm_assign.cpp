@@ -1,7 +1,10 @@
-// schedule/sm_assign.cpp: round-robin, greedy byte balancing, and explicit SM maps.
+// schedule/sm_assign.cpp: round-robin, greedy byte balancing (whole program or per stage), and
+// explicit SM maps.
 #include "schedule/sm_assign.h"
 
 #include <functional>
+#include <map>
+#include <tuple>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -14,7 +17,7 @@ Status invalid(const std::string& msg) { return Status(StatusCode::InvalidArgume
 Status assign_explicit(ir::Program& p, const std::map<int64_t, int64_t>& map, const ir::GpuTarget& t) {
   if (t.num_sms <= 0) {
     return invalid("sm_assignment: an explicit {task_id: sm} map needs a target with SMs; target '" + t.name +
-                   "' has num_sms 0 (use \"round_robin\" or \"load_balance\", which leave sm unassigned there)");
+                   "' has num_sms 0 (use \"round_robin\", \"load_balance\" or \"stage_balance\", which leave sm unassigned there)");
   }
   const int64_t n = static_cast<int64_t>(p.tasks.size());
   for (const auto& [task, sm] : map) {
@@ -53,6 +56,38 @@ void assign_load_balance(ir::Program& p, int64_t num_sms) {
   }
 }
 
+// Per stage: a stage is the tasks that release one counter (q/k/v of a layer, its attention
+// heads, ...), and at decode the stages run one after another, so what decides a stage's time is
+// its most loaded SM. load_balance evens bytes over the whole program instead: an SM that had no
+// task in one stage (128 down_proj tiles on 132 SMs) gets two or three in the next one. Here each
+// task goes to the SM with the fewest bytes in its own stage, then the fewest tasks in it (tasks
+// without bytes spread too), then the fewest bytes so far, then the lowest index.
+void assign_stage_balance(ir::Program& p, int64_t num_sms) {
+  struct StageLoad {
+    std::vector<int64_t> bytes, tasks;
+  };
+  const auto n = static_cast<size_t>(num_sms);
+  std::vector<int64_t> total(n, 0);
+  std::map<int64_t, StageLoad> stages;  // out counter -> load in that stage
+  int64_t lone = -1;                    // a task without an out counter is a stage of its own
+  for (ir::Task& task : p.tasks) {
+    const int64_t key = task.out_counter.value >= 0 ? task.out_counter.value : --lone;
+    StageLoad& st = stages[key];
+    if (st.bytes.empty()) {
+      st.bytes.assign(n, 0);
+      st.tasks.assign(n, 0);
+    }
+    size_t best = 0;
+    for (size_t sm = 1; sm < n; ++sm)
+      if (std::tie(st.bytes[sm], st.tasks[sm], total[sm]) < std::tie(st.bytes[best], st.tasks[best], total[best]))
+        best = sm;
+    task.sm = static_cast<int32_t>(best);
+    st.bytes[best] += task.est_bytes;
+    st.tasks[best] += 1;
+    total[best] += task.est_bytes;
+  }
+}
+
 }  // namespace
 
 Status assign_sms(ir::Program& p, const ir::ScheduleConfig& config, const ir::GpuTarget& t) {
@@ -72,7 +107,12 @@ Status assign_sms(ir::Program& p, const ir::ScheduleConfig& config, const ir::Gp
     assign_load_balance(p, t.num_sms);
     return Status::ok();
   }
-  return invalid("sm_assignment: \"" + policy + "\" is not \"round_robin\", \"load_balance\" or a {task_id: sm} map");
+  if (policy == "stage_balance") {
+    assign_stage_balance(p, t.num_sms);
+    return Status::ok();
+  }
+  return invalid("sm_assignment: \"" + policy +
+                 "\" is not \"round_robin\", \"load_balance\", \"stage_balance\" or a {task_id: sm} map");
 }
 
 }  // namespace amk::schedule

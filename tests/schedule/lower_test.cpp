@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -63,7 +64,7 @@ TEST_CASE("lower: every point of the knob grid validates", "[schedule]") {
   for (int64_t n_tile : {64, 256})
     for (int64_t parts : {1, 4})
       for (bool fused : {false, true})
-        for (const char* sm : {"round_robin", "load_balance"})
+        for (const char* sm : {"round_robin", "load_balance", "stage_balance"})
           for (const char* pages : {"none", "linear", "graph_color"}) {
             ir::ScheduleConfig c;
             c.tiling["gemv"]["N_tile"] = n_tile;
@@ -77,7 +78,7 @@ TEST_CASE("lower: every point of the knob grid validates", "[schedule]") {
             require_valid(p);
             ++points;
           }
-  CHECK(points == 48);
+  CHECK(points == 72);
   // The dynamic backstop agrees on the extremes of the grid (randomized interleavings, page aware).
   ir::ScheduleConfig all;
   all.fusion_grouping = schedule::fusion_all_groups();
@@ -315,6 +316,55 @@ TEST_CASE("lower: sm_assignment spreads tasks over the target's SMs", "[schedule
     CHECK_THAT(lower_error(ex).message(), Contains("sm_assignment[\"3\"]") && Contains("132"));
     CHECK_THAT(lower_error(ex, "cpu").message(), Contains("num_sms 0"));
   }
+}
+
+namespace {
+
+/// The largest spread of bytes between two SMs inside one stage (the tasks releasing one counter),
+/// less that stage's largest task: > 0 where some SM carries more than one task's bytes above
+/// another in the same stage.
+int64_t worst_stage_excess(const ir::Program& p, int64_t num_sms) {
+  std::map<int64_t, std::vector<int64_t>> bytes;
+  std::map<int64_t, int64_t> biggest;
+  for (const ir::Task& t : p.tasks) {
+    std::vector<int64_t>& b = bytes[t.out_counter.value];
+    b.resize(static_cast<size_t>(num_sms), 0);
+    b[static_cast<size_t>(*t.sm)] += t.est_bytes;
+    biggest[t.out_counter.value] = std::max(biggest[t.out_counter.value], t.est_bytes);
+  }
+  int64_t worst = std::numeric_limits<int64_t>::min();
+  for (const auto& [c, b] : bytes) {
+    const auto [lo, hi] = std::minmax_element(b.begin(), b.end());
+    worst = std::max(worst, *hi - *lo - biggest[c]);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("lower: stage_balance evens every stage's bytes over the SMs", "[schedule]") {
+  // Few SMs and small tiles, so every stage has more tasks than SMs and the whole-program balance
+  // of load_balance carries one stage's deficit into the next.
+  ir::GpuTarget t = target("h100");
+  t.num_sms = 5;
+  ir::ScheduleConfig c;
+  c.fusion_grouping = schedule::fusion_all_groups();
+  c.tiling["gemv"]["N_tile"] = 3;
+  c.sm_assignment = std::string("stage_balance");
+  const ir::Program sb = lower_ok(c, t);
+  require_valid(sb);
+  CHECK(worst_stage_excess(sb, t.num_sms) <= 0);
+  c.sm_assignment = std::string("load_balance");
+  const ir::Program lb = lower_ok(c, t);
+  CHECK(worst_stage_excess(lb, t.num_sms) > 0);  // what stage_balance is for
+  // The same tasks in the same order; only the SMs differ.
+  REQUIRE(sb.tasks.size() == lb.tasks.size());
+  for (size_t i = 0; i < sb.tasks.size(); ++i) CHECK(sb.tasks[i].label == lb.tasks[i].label);
+  // Without SMs (the cpu target) it leaves sm unset, as the other policies do.
+  c.sm_assignment = std::string("stage_balance");
+  for (const ir::Task& task : lower_ok(c, target("cpu")).tasks) CHECK_FALSE(task.sm.has_value());
+  c.sm_assignment = std::string("stage-balance");
+  CHECK_THAT(lower_error(c).message(), Contains("stage-balance") && Contains("\"stage_balance\""));
 }
 
 TEST_CASE("lower: page_allocation none / linear / graph_color", "[schedule]") {
