@@ -221,6 +221,9 @@ int main(int argc, char** argv) {
   decode->add_option("--check-steps", dopt.check_steps, "greedy steps compared with the baseline")
       ->check(CLI::Range(1, 4096))->capture_default_str();
   decode->add_option("--seed", dopt.seed, "random weights seed")->capture_default_str();
+  decode->add_option("--tiles-per-stage", dopt.tiling.tiles_per_stage,
+                     "built-in schedule: each stage's projections in this many equal tiles per SM (0 = use --tile-kib)")
+      ->check(CLI::Range(0, 1024))->capture_default_str();
   decode->add_option("--tile-kib", dopt.tiling.tile_kib, "built-in schedule: GEMV tiles of this many KiB (0 = use --tiles-per-sm)")
       ->check(CLI::Range(0, 65536))->capture_default_str();
   decode->add_option("--tiles-per-sm", dopt.tiling.tiles_per_sm, "built-in schedule: tiles of each projection per SM")
@@ -228,6 +231,9 @@ int main(int argc, char** argv) {
   decode->add_option("--lm-head-tiles-per-sm", dopt.tiling.lm_head_tiles_per_sm,
                      "built-in schedule: LM head tiles per SM (0 = as the other projections)")
       ->check(CLI::Range(0, 1024))->capture_default_str();
+  decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
+      ->check(CLI::IsMember({"round_robin", "load_balance", "stage_balance"}))
+      ->capture_default_str();
   decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
                      "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)");
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");

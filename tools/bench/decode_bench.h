@@ -15,12 +15,21 @@ namespace amk::bench {
 
 /// How the built-in decode schedule cuts GEMV outputs into tiles.
 struct DecodeTiling {
-  int64_t tile_kib = 256;    ///< > 0: tiles of about this many KiB of weights (256: fastest measured)
-  int64_t tiles_per_sm = 1;  ///< tile_kib == 0: this many tiles of each projection per SM
+  /// > 0: each stage's projections together (q/k/v, o, gate/up, down) cut into this many tiles per
+  /// SM, in equal rows: every SM streams the same share of every stage, whatever its size (a
+  /// fixed tile size leaves most SMs idle in the small stages: q/k/v in 256 KiB tiles is 48 tasks
+  /// on 132 SMs). 0: use tile_kib / tiles_per_sm. With stage_balance, 1 took the 1B shape from
+  /// 2.52 to 2.15 ms/token on an H100 (docs/PERFORMANCE.md, row 26).
+  int64_t tiles_per_stage = 1;
+  int64_t tile_kib = 256;    ///< tiles_per_stage == 0 and > 0: tiles of about this many KiB of weights
+  int64_t tiles_per_sm = 1;  ///< tiles_per_stage == 0 and tile_kib == 0: tiles of each projection per SM
   /// > 0: the LM head in this many tiles per SM whatever tile_kib says (0: as the others). One
   /// long streamed task per SM pays the per-task costs once for the largest projection (H200,
   /// Llama-3.2-1B: LM head stage 298 -> 168 us, 2.44 -> 2.31 ms/token).
   int64_t lm_head_tiles_per_sm = 1;
+  /// How tasks go to SMs (ScheduleConfig sm_assignment): stage_balance evens each stage's bytes,
+  /// which is what a stage's latency depends on (docs/SCHEDULE.md).
+  std::string sm_assignment = "stage_balance";
   /// Fusion groups left out of the built-in schedule, each as its comma-separated op names in
   /// any order ("rope,kv_append"): a fusion's gain measured in the same run as the default.
   std::vector<std::string> drop_fusion;

@@ -44,6 +44,7 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
     for (const std::string& text : tiling.drop_fusion) dropped |= sorted_ops(text) == sorted_ops(group);
     if (!dropped) j["fusion_grouping"].push_back(group);
   }
+  j["sm_assignment"] = tiling.sm_assignment;
   // Split-KV: one partition per 1024 cache rows (at most 8), so a long context spreads over SMs
   // while a short one leaves the extra partitions empty (they exit at once).
   const int64_t parts = std::clamp<int64_t>((max_ctx + 1023) / 1024, 1, 8);
@@ -54,17 +55,24 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
   const int64_t h = model.hidden_size, q = model.q_dim(), inter = model.intermediate_size, kv = model.kv_dim();
   struct Proj {
     const char* name;
-    int64_t n, k;  ///< output rows, input width
+    int64_t n, k;      ///< output rows, input width
+    int64_t stage_n;   ///< output rows of the projections that run in the same stage, this one's included
   };
-  const Proj projs[] = {{"q_proj", q, h},      {"k_proj", kv, h},        {"v_proj", kv, h},
-                        {"o_proj", h, q},      {"gate_proj", inter, h},  {"up_proj", inter, h},
-                        {"down_proj", h, inter}, {"lm_head", model.vocab_size, h}};
+  const Proj projs[] = {{"q_proj", q, h, q + 2 * kv},        {"k_proj", kv, h, q + 2 * kv},
+                        {"v_proj", kv, h, q + 2 * kv},       {"o_proj", h, q, h},
+                        {"gate_proj", inter, h, 2 * inter},  {"up_proj", inter, h, 2 * inter},
+                        {"down_proj", h, inter, h},          {"lm_head", model.vocab_size, h, model.vocab_size}};
+  const int64_t sms = std::max<int64_t>(1, num_sms);
   for (const Proj& p : projs) {
     int64_t rows = 0;
     const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";
     if (lm_head_per_sm) {
-      const int64_t tiles = std::max<int64_t>(1, num_sms) * tiling.lm_head_tiles_per_sm;
+      const int64_t tiles = sms * tiling.lm_head_tiles_per_sm;
       rows = std::max<int64_t>(1, (p.n + tiles - 1) / tiles);
+    } else if (tiling.tiles_per_stage > 0) {
+      // The stage's rows over tiles_per_stage x SMs tiles of one size (the projections of a stage
+      // share K), so load_balance gives every SM the same bytes in this stage.
+      rows = std::max<int64_t>(1, (p.stage_n + sms * tiling.tiles_per_stage - 1) / (sms * tiling.tiles_per_stage));
     } else if (tiling.tile_kib > 0) {
       // Tiles of about tile_kib KiB of bf16 weights: the weight stream cuts them into ring-slot
       // chunks, so the size trades per-task costs against load balance (docs/PERFORMANCE.md).
@@ -72,7 +80,7 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
     } else {
       // tiles_per_sm tiles of each projection per SM: every SM has work in every stage, and the
       // per-task cost is paid as few times as that allows.
-      const int64_t tiles = std::max<int64_t>(1, num_sms) * std::max<int64_t>(1, tiling.tiles_per_sm);
+      const int64_t tiles = sms * std::max<int64_t>(1, tiling.tiles_per_sm);
       rows = std::max<int64_t>(1, (p.n + tiles - 1) / tiles);
     }
     j["tiling"][p.name]["N_tile"] = rows;
