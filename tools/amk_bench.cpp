@@ -234,6 +234,9 @@ int main(int argc, char** argv) {
   decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
       ->check(CLI::IsMember({"round_robin", "load_balance", "stage_balance"}))
       ->capture_default_str();
+  decode->add_option("--kv-partitions", dopt.tiling.kv_partitions,
+                     "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, at most 4)")
+      ->check(CLI::Range(0, 8))->capture_default_str();
   decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
                      "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)");
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");

@@ -48,7 +48,7 @@ TEST_CASE("amk-bench decode's default schedule: one tile per SM per stage, stage
   CHECK(j["tiling"]["down_proj"]["N_tile"] == 16);
   // vocab 128256 over 132 SMs: 972 rows per SM.
   CHECK(j["tiling"]["lm_head"]["N_tile"] == 972);
-  CHECK(j["tiling"]["attention"]["kv_partitions"] == 8);
+  CHECK(j["tiling"]["attention"]["kv_partitions"] == 4);  // max_seq 8192: one per 2048 rows
   CHECK(j["tiling"]["attention"]["heads_per_task"] == 1);
 
   bench::DecodeTiling plain = tiling;
@@ -56,4 +56,8 @@ TEST_CASE("amk-bench decode's default schedule: one tile per SM per stage, stage
   const auto k = nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 128, plain));
   CHECK(k["tiling"]["lm_head"]["N_tile"] == 64);
   CHECK(k["tiling"]["attention"]["kv_partitions"] == 1);
+  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
+  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 4);
+  plain.kv_partitions = 4;  // given: whatever max_seq says
+  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
 }

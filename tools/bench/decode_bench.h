@@ -30,6 +30,8 @@ struct DecodeTiling {
   /// How tasks go to SMs (ScheduleConfig sm_assignment): stage_balance evens each stage's bytes,
   /// which is what a stage's latency depends on (docs/SCHEDULE.md).
   std::string sm_assignment = "stage_balance";
+  /// > 0: split-KV partitions per head (1..8); 0: one per 2048 rows of max_seq, at most 4.
+  int64_t kv_partitions = 0;
   /// Fusion groups left out of the built-in schedule, each as its comma-separated op names in
   /// any order ("rope,kv_append"): a fusion's gain measured in the same run as the default.
   std::vector<std::string> drop_fusion;

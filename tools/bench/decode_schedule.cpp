@@ -45,9 +45,11 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
     if (!dropped) j["fusion_grouping"].push_back(group);
   }
   j["sm_assignment"] = tiling.sm_assignment;
-  // Split-KV: one partition per 1024 cache rows (at most 8), so a long context spreads over SMs
-  // while a short one leaves the extra partitions empty (they exit at once).
-  const int64_t parts = std::clamp<int64_t>((max_ctx + 1023) / 1024, 1, 8);
+  // Split-KV: one partition per 2048 cache rows (at most 4), so a long context spreads over SMs
+  // while a short one leaves the extra partitions empty (they exit at once). H100, 1B shape,
+  // max_seq 8192: 4 partitions 2.46 / 2.79 ms at ctx 128 / 8192, 8 partitions 2.70 / 3.12, 2
+  // partitions 2.40 / 2.95 (docs/PERFORMANCE.md, row 27): 8 x 32 heads is two attention tasks per SM.
+  const int64_t parts = tiling.kv_partitions > 0 ? tiling.kv_partitions : std::clamp<int64_t>((max_ctx + 2047) / 2048, 1, 4);
   j["tiling"]["attention"]["kv_partitions"] = parts;
   // One query head per attention task: the GQA group's heads run on separate SMs instead of one
   // after another (attention is latency-bound at decode, not bandwidth-bound).
