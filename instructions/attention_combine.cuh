@@ -14,35 +14,23 @@ AMK_DEVICE_NOINLINE int32_t attention_combine_run(const amk_program_t& p, const 
   const AttentionCombineArgs& a = *s_args;
   const int64_t hd = a.head_dim, width = hd + 2;
   const float neg_inf = -__int_as_float(0x7f800000);
+  // A load-then-use loop over a runtime count of partials: one round trip per load. Unrolling it
+  // to issue every partial's loads at once was measured slower (H100, 1B shape, max_seq 8192, 4
+  // partials: 2.47 -> 2.71 ms/token, same machine): the unrolled generic Tensor loads grew the
+  // kernel's local memory (488 -> 584 B/thread) and its local loads/stores (380 -> 496 in the
+  // SASS); docs/PERFORMANCE.md, row 28.
   block_for(a.n_heads * hd, [&](int64_t e) {
     const int64_t h = e / hd, d = e - h * hd, o = h * width;
-    // Every partial's (acc, m, l) first, all loads in flight at once: a loop of load-then-use
-    // over a runtime count waits one memory round trip per load (24 for 8 partials, per element),
-    // and this task is alone on the critical path between attention and o_proj (H100, 1B shape,
-    // 8 partials: 24 us per layer). Unused values of an empty partial are loaded and ignored.
-    float m[AMK_MAX_INPUTS], l[AMK_MAX_INPUTS], acc[AMK_MAX_INPUTS];
-#pragma unroll
-    for (int32_t q = 0; q < AMK_MAX_INPUTS; ++q) {
-      if (q < a.k) {
-        m[q] = a.parts[q].load(o + hd);
-        l[q] = a.parts[q].load(o + hd + 1);
-        acc[q] = a.parts[q].load(o + d);
-      }
-    }
     float big_m = neg_inf;
-#pragma unroll
-    for (int32_t q = 0; q < AMK_MAX_INPUTS; ++q)
-      if (q < a.k) big_m = fmaxf(big_m, m[q]);
-    float sum_l = 0.0f, s = 0.0f;
-#pragma unroll
-    for (int32_t q = 0; q < AMK_MAX_INPUTS; ++q) {
-      if (q < a.k) {
-        const float w = m[q] == neg_inf ? 0.0f : expf(m[q] - big_m);
-        sum_l += w * l[q];
-        if (w != 0.0f) s += w * acc[q];
-      }
+    for (int32_t q = 0; q < a.k; ++q) big_m = fmaxf(big_m, a.parts[q].load(o + hd));
+    float l = 0.0f, s = 0.0f;
+    for (int32_t q = 0; q < a.k; ++q) {
+      const float mq = a.parts[q].load(o + hd);
+      const float w = mq == neg_inf ? 0.0f : expf(mq - big_m);
+      l += w * a.parts[q].load(o + hd + 1);
+      if (w != 0.0f) s += w * a.parts[q].load(o + d);
     }
-    a.y.store(h * hd + d, sum_l > 0.0f ? s / sum_l : 0.0f);
+    a.y.store(h * hd + d, l > 0.0f ? s / l : 0.0f);
   });
   return AMK_DEVERR_NONE;
 }
