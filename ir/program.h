@@ -125,7 +125,7 @@ struct GpuTarget {
 struct ScheduleConfig {
   std::map<std::string, std::map<std::string, int64_t>> tiling;
   std::vector<std::vector<std::string>> fusion_grouping;
-  /// "round_robin" | "load_balance" | explicit task id -> sm map.
+  /// "round_robin" | "load_balance" | "stage_balance" (amk) | explicit task id -> sm map.
   std::variant<std::string, std::map<int64_t, int64_t>> sm_assignment = std::string("load_balance");
   int64_t pipelining_depth = 2;
   std::string page_allocation = "graph_color";

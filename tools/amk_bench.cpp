@@ -292,7 +292,7 @@ int main(int argc, char** argv) {
       dopt.ctx.push_back(c);
     }
     for (const std::string& group : dopt.tiling.drop_fusion) {
-      if (!amk::bench::is_builtin_fusion_group(group)) {  // a typo would silently time the default
+      if (!amk::schedule::is_builtin_fusion_group(group)) {  // a typo would silently time the default
         std::cerr << "amk-bench: --drop-fusion: '" << group
                   << "' is not a fusion group of the built-in schedule (docs/SCHEDULE.md lists them)\n";
         return kExitUsage;

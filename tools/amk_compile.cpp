@@ -1,9 +1,10 @@
-// tools/amk_compile.cpp: amk-compile CONFIG.json --target NAME [--schedule S.json] [--max-seq N]
+// tools/amk_compile.cpp: amk-compile CONFIG.json --target NAME [--schedule S.json | --preset gpu-decode] [--max-seq N]
 //                        [--dtype bf16|f16|f32] [--weight-dtype bf16|f16|f32] -o PROGRAM.json [--json]
 // Lowers a Hugging Face Llama config.json into a decode-step program (schedule/lower.h), always
 // proves its own output with ir::validate() and writes the file only when it is ACCEPTED
 // (atomically, via ir::program_save). Exit codes: 0 written, 1 bad input / refused config /
 // validation failure, 2 usage error. Summary to stdout, logs and errors to stderr.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -17,6 +18,7 @@
 
 #include "ir/json.h"
 #include "ir/validate.h"
+#include "schedule/decode_preset.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_config.h"
 #include "targets/registry.h"
@@ -32,7 +34,8 @@ constexpr const char* kFooter = R"amk(Exit codes:
   0  the program was lowered, ACCEPTED by the validator and written
   1  bad input (unreadable or refused config, bad schedule knob, unknown target), or the
      validator rejected the lowered program (nothing is written then)
-  2  usage error (unknown flag, missing CONFIG, --target or -o, bad --dtype)
+  2  usage error (unknown flag, missing CONFIG, --target or -o, bad --dtype or --preset,
+     --schedule with --preset)
 
 --json prints one JSON document to stdout (docs/JSON.md):
   {"tool": "amk-compile", "version": "<amk version>", "ok": true|false, "exit_code": <int>,
@@ -41,12 +44,15 @@ constexpr const char* kFooter = R"amk(Exit codes:
    "tasks": <int>|null, "counters": <int>|null, "buffers": <int>|null,
    "weight_bytes": <int>|null, "scratch_bytes": <int>|null, "bandwidth_bound_us": <number>|null,
    "errors": [{"rule": "<validator rule>", "message": "..."}]}
-Knobs of the schedule file are documented in docs/SCHEDULE.md.)amk";
+Knobs of the schedule file are documented in docs/SCHEDULE.md. --preset gpu-decode is the
+schedule amk-bench decode measures with: every fusion, each stage cut into one tile per SM,
+"stage_balance", split-KV by --max-seq; it needs a target with SMs.)amk";
 
 struct Options {
   std::string config;
   std::string target;
   std::string schedule;
+  std::string preset;  // empty = the schedule file's (or the default) knobs
   std::string output;
   int64_t max_seq = 0;
   std::string dtype = "bf16";
@@ -119,6 +125,20 @@ int run(const Options& opt) {
   amk::ir::ScheduleConfig config;
   if (!opt.schedule.empty()) {
     auto sc = amk::schedule::schedule_config_load(opt.schedule);
+    if (!sc) return fail(opt, doc, sc.status());
+    config = std::move(*sc);
+  } else if (!opt.preset.empty()) {  // CLI11 admitted only "gpu-decode"
+    if (target->num_sms <= 0) {
+      return fail(opt, doc, amk::Status(amk::StatusCode::InvalidArgument,
+                                        "--preset " + opt.preset + " cuts each stage into tiles per SM; target '" +
+                                            target->name + "' has num_sms 0 (use a GPU target)"));
+    }
+    // The preset sizes split-KV by the KV cache the lowering will make (max_seq 0: its default).
+    const int64_t max_seq = opt.max_seq > 0 ? opt.max_seq
+                                            : std::min(model->max_position_embeddings, amk::schedule::kDefaultMaxSeq);
+    auto sc = amk::schedule::schedule_config_from_json_text(
+        amk::schedule::decode_preset_json(*model, target->num_sms, max_seq, amk::schedule::DecodePreset{}),
+        "preset " + opt.preset);
     if (!sc) return fail(opt, doc, sc.status());
     config = std::move(*sc);
   }
@@ -196,8 +216,12 @@ int main(int argc, char** argv) {
                                                  }() +
                                                  ") or a target JSON file")
       ->required();
-  app.add_option("-s,--schedule", opt.schedule, "ScheduleConfig JSON file (docs/SCHEDULE.md); default knobs if absent")
-      ->type_name("SCHEDULE.json");
+  CLI::Option* schedule =
+      app.add_option("-s,--schedule", opt.schedule, "ScheduleConfig JSON file (docs/SCHEDULE.md); default knobs if absent")
+          ->type_name("SCHEDULE.json");
+  app.add_option("--preset", opt.preset, "A built-in schedule instead of a file: gpu-decode (see below)")
+      ->check(CLI::IsMember({"gpu-decode"}))
+      ->excludes(schedule);
   app.add_option("--max-seq", opt.max_seq, "KV cache rows; 0 = min(max_position_embeddings, 4096)")
       ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()))  // not NonNegativeNumber: it prints DBL_MAX
       ->capture_default_str();

@@ -11,8 +11,12 @@
 
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/validate.h"
+#include "schedule/decode_preset.h"
 #include "schedule/lower.h"
+#include "schedule/schedule_config.h"
 #include "targets/registry.h"
 
 using namespace amk;
@@ -83,6 +87,23 @@ TEST_CASE("models: Llama-3.2-1B and Llama-3-8B programs validate", "[schedule]")
   CHECK(amd.result.ok);
 }
 
+TEST_CASE("models: the gpu-decode preset lowers real shapes into valid programs", "[schedule]") {
+  for (const char* config : {"llama-3.2-1b.json", "llama-3-8b.json", "smollm-135m.json"}) {
+    for (const int64_t max_seq : {int64_t{256}, int64_t{8192}}) {
+      auto model = schedule::model_config_load(kSrc + "/tests/fixtures/configs/" + config);
+      REQUIRE(model.is_ok());
+      if (max_seq > model->max_position_embeddings) continue;
+      auto c = schedule::schedule_config_from_json_text(
+          schedule::decode_preset_json(*model, 132, max_seq, schedule::DecodePreset{}), "preset");
+      INFO(config << ", max_seq " << max_seq << ": " << c.status().message());
+      REQUIRE(c.is_ok());
+      const Timed t = lower_and_validate(config, *c, "h100", max_seq);
+      INFO(t.result.report());
+      CHECK(t.result.ok);
+    }
+  }
+}
+
 TEST_CASE("models: a Llama-3.1-70B program lowers and validates in seconds", "[schedule][slow]") {
   // N_tile 256 (~30k tasks) keeps the sanitizer build well inside the guard too.
   const Timed t = lower_and_validate("llama-3.1-70b.json", tuned(256), "h200", 8192);
@@ -115,4 +136,39 @@ TEST_CASE("amk-compile: reproduces the bundled example and maps failures to exit
   CHECK(doc.find("\"tool\": \"amk-compile\"") != std::string::npos);
   CHECK(doc.find("\"ok\": true") != std::string::npos);
   CHECK(doc.find("\"bandwidth_bound_us\"") != std::string::npos);
+}
+
+TEST_CASE("amk-compile --preset gpu-decode writes the preset's schedule", "[schedule][tools]") {
+  const std::string bin = AMK_COMPILE_BIN;
+  const std::string tiny = kSrc + "/tests/fixtures/tiny_llama/config.json";
+  const std::string out = kBin + "/schedule_test_preset_program.json";
+  std::remove(out.c_str());
+  REQUIRE(run(bin + " " + tiny + " --target h100 --max-seq 256 --preset gpu-decode -o " + out) == 0);
+  const nlohmann::json written = nlohmann::json::parse(read_file(out));
+  auto model = schedule::model_config_load(tiny);
+  REQUIRE(model.is_ok());
+  const nlohmann::json preset =
+      nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 256, schedule::DecodePreset{}));
+  CHECK(written["config"]["sm_assignment"] == "stage_balance");
+  for (const char* proj : {"q_proj", "o_proj", "gate_proj", "down_proj", "lm_head"}) {
+    INFO(proj);
+    CHECK(written["config"]["tiling"][proj]["N_tile"] == preset["tiling"][proj]["N_tile"]);
+  }
+  CHECK(written["config"]["fusion_grouping"] == preset["fusion_grouping"]);
+
+  // Usage errors (2): an unknown preset, a preset with a schedule file; bad input (1): a target
+  // without SMs, named in the message. Nothing is written in any of them.
+  std::remove(out.c_str());
+  CHECK(run(bin + " " + tiny + " --target h100 --preset fastest -o " + out) == 2);
+  const std::string empty_schedule = kBin + "/schedule_test_empty_schedule.json";
+  std::ofstream(empty_schedule) << "{}";
+  CHECK(run(bin + " " + tiny + " --target h100 --schedule " + empty_schedule + " -o " + out) == 0);  // a valid file
+  std::remove(out.c_str());
+  CHECK(run(bin + " " + tiny + " --target h100 --preset gpu-decode --schedule " + empty_schedule + " -o " + out) == 2);
+  const std::string err = kBin + "/schedule_test_preset_err.txt";
+  CHECK(std::system((bin + " " + tiny + " --target cpu --preset gpu-decode -o " + out + " 2> " + err).c_str()) != 0);
+  CHECK(run(bin + " " + tiny + " --target cpu --preset gpu-decode -o " + out) == 1);
+  const std::string message = read_file(err);
+  CHECK(message.find("target 'cpu' has num_sms 0") != std::string::npos);
+  CHECK_FALSE(std::ifstream(out).good());
 }

@@ -71,7 +71,7 @@ Status build_amk(const DecodeBenchOptions& o, const schedule::ModelConfig& model
                  int64_t max_seq, AmkModel* out) {
   Result<ir::ScheduleConfig> cfg = o.schedule.empty()
                                        ? schedule::schedule_config_from_json_text(
-                                             default_decode_schedule_json(model, target.num_sms, max_seq, o.tiling), "built-in decode schedule")
+                                             schedule::decode_preset_json(model, target.num_sms, max_seq, o.tiling), "built-in decode schedule")
                                        : schedule::schedule_config_load(o.schedule);
   if (!cfg) return cfg.status();
   schedule::LowerOptions lo;

@@ -1,24 +1,24 @@
-// tests/tools/decode_schedule_test.cpp: the schedule `amk-bench decode` lowers with by default
-// (tools/bench/decode_schedule.cpp): each stage's projections in one tile per SM (or GEMV tiles of
-// about tile_kib KiB), stage_balance, the LM head in lm_head_tiles_per_sm tiles per SM, split-KV
-// partitions by context. The performance figures in
-// docs/PERFORMANCE.md were measured with exactly these shapes, so a change here must be deliberate.
+// tests/schedule/decode_preset_test.cpp: the gpu-decode preset (schedule/decode_preset.cpp), the
+// schedule `amk-bench decode` lowers with by default and amk-compile writes with --preset: each
+// stage's projections in one tile per SM (or GEMV tiles of about tile_kib KiB), stage_balance,
+// the LM head in lm_head_tiles_per_sm tiles per SM, split-KV partitions by max_seq. The
+// performance figures in docs/PERFORMANCE.md were measured with exactly these shapes, so a change
+// here must be deliberate.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "schedule/decode_preset.h"
 #include "schedule/model_config.h"
-#include "tools/bench/decode_bench.h"
 
 using namespace amk;
 
-TEST_CASE("amk-bench decode's default schedule: one tile per SM per stage, stage_balance, split-KV by ctx",
-          "[tools][bench]") {
+TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, split-KV by max_seq", "[schedule]") {
   auto model = schedule::model_config_load(std::string(AMK_SOURCE_DIR) + "/tests/fixtures/configs/llama-3.2-1b.json");
   REQUIRE(model.is_ok());
-  const bench::DecodeTiling defaults;
+  const schedule::DecodePreset defaults;
   CHECK(defaults.tiles_per_stage == 1);
   CHECK(defaults.lm_head_tiles_per_sm == 1);
-  const auto d = nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 8192, defaults));
+  const auto d = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, defaults));
   CHECK(d["sm_assignment"] == "stage_balance");
   // A stage's projections share its SMs: q/k/v (2048 + 512 + 512 rows) in 24-row tiles (86 + 22 +
   // 22 = 130 tasks), gate/up (2 x 8192 rows) in 125-row tiles (132 tasks), o and down (2048 rows
@@ -31,16 +31,16 @@ TEST_CASE("amk-bench decode's default schedule: one tile per SM per stage, stage
   CHECK(d["tiling"]["up_proj"]["N_tile"] == 125);
   CHECK(d["tiling"]["down_proj"]["N_tile"] == 16);
   CHECK(d["tiling"]["lm_head"]["N_tile"] == 972);
-  bench::DecodeTiling two = defaults;
+  schedule::DecodePreset two = defaults;
   two.tiles_per_stage = 2;
-  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 8192, two))["tiling"]["q_proj"]["N_tile"] == 12);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, two))["tiling"]["q_proj"]["N_tile"] == 12);
 
   // The fixed-size tiles of the earlier default (rows 14-25 of docs/PERFORMANCE.md).
-  bench::DecodeTiling tiling = defaults;
+  schedule::DecodePreset tiling = defaults;
   tiling.tiles_per_stage = 0;
   tiling.sm_assignment = "load_balance";
   CHECK(tiling.tile_kib == 256);
-  const auto j = nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 8192, tiling));
+  const auto j = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, tiling));
   CHECK(j["sm_assignment"] == "load_balance");
   // hidden 2048 (bf16 rows of 4 KiB): 64 rows per 256 KiB tile; down_proj rows are 16 KiB: 16 rows.
   CHECK(j["tiling"]["q_proj"]["N_tile"] == 64);
@@ -51,13 +51,13 @@ TEST_CASE("amk-bench decode's default schedule: one tile per SM per stage, stage
   CHECK(j["tiling"]["attention"]["kv_partitions"] == 4);  // max_seq 8192: one per 2048 rows
   CHECK(j["tiling"]["attention"]["heads_per_task"] == 1);
 
-  bench::DecodeTiling plain = tiling;
+  schedule::DecodePreset plain = tiling;
   plain.lm_head_tiles_per_sm = 0;  // the LM head tiled like the rest
-  const auto k = nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 128, plain));
+  const auto k = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 128, plain));
   CHECK(k["tiling"]["lm_head"]["N_tile"] == 64);
   CHECK(k["tiling"]["attention"]["kv_partitions"] == 1);
-  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
-  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 4);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 4);
   plain.kv_partitions = 4;  // given: whatever max_seq says
-  CHECK(nlohmann::json::parse(bench::default_decode_schedule_json(*model, 132, 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
 }

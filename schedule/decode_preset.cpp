@@ -1,14 +1,14 @@
-// tools/bench/decode_schedule.cpp: the schedule amk-bench decode lowers with by default.
+// schedule/decode_preset.cpp: see decode_preset.h.
+#include "schedule/decode_preset.h"
+
 #include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "schedule/fusion.h"
-#include "schedule/model_config.h"
-#include "tools/bench/decode_bench.h"
 
-namespace amk::bench {
+namespace amk::schedule {
 namespace {
 
 // "rope,kv_append" -> {"kv_append", "rope"}: a fusion group compared as a set.
@@ -30,16 +30,15 @@ std::vector<std::string> sorted_ops(std::vector<std::string> group) {
 }  // namespace
 
 bool is_builtin_fusion_group(const std::string& text) {
-  for (const std::vector<std::string>& group : schedule::fusion_all_groups())
+  for (const std::vector<std::string>& group : fusion_all_groups())
     if (sorted_ops(group) == sorted_ops(text)) return true;
   return false;
 }
 
-std::string default_decode_schedule_json(const schedule::ModelConfig& model, int64_t num_sms, int64_t max_ctx,
-                                         const DecodeTiling& tiling) {
+std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {
   nlohmann::json j;
   j["fusion_grouping"] = nlohmann::json::array();
-  for (const std::vector<std::string>& group : schedule::fusion_all_groups()) {
+  for (const std::vector<std::string>& group : fusion_all_groups()) {
     bool dropped = false;
     for (const std::string& text : tiling.drop_fusion) dropped |= sorted_ops(text) == sorted_ops(group);
     if (!dropped) j["fusion_grouping"].push_back(group);
@@ -49,7 +48,7 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
   // while a short one leaves the extra partitions empty (they exit at once). H100, 1B shape,
   // max_seq 8192: 4 partitions 2.46 / 2.79 ms at ctx 128 / 8192, 8 partitions 2.70 / 3.12, 2
   // partitions 2.40 / 2.95 (docs/PERFORMANCE.md, row 27): 8 x 32 heads is two attention tasks per SM.
-  const int64_t parts = tiling.kv_partitions > 0 ? tiling.kv_partitions : std::clamp<int64_t>((max_ctx + 2047) / 2048, 1, 4);
+  const int64_t parts = tiling.kv_partitions > 0 ? tiling.kv_partitions : std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
   j["tiling"]["attention"]["kv_partitions"] = parts;
   // One query head per attention task: the GQA group's heads run on separate SMs instead of one
   // after another (attention is latency-bound at decode, not bandwidth-bound).
@@ -90,4 +89,4 @@ std::string default_decode_schedule_json(const schedule::ModelConfig& model, int
   return j.dump();
 }
 
-}  // namespace amk::bench
+}  // namespace amk::schedule

@@ -1,0 +1,46 @@
+// schedule/decode_preset.h: the "gpu-decode" schedule preset: the ScheduleConfig that amk-bench
+// decode uses when given none, and amk-compile writes with --preset gpu-decode. Every fusion group,
+// each stage's projections cut into equal tiles per SM, stage_balance, one query head per
+// attention task, split-KV sized to max_seq. docs/PERFORMANCE.md has the measurements behind
+// each choice and docs/SCHEDULE.md the knobs it sets.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "schedule/model_config.h"
+
+namespace amk::schedule {
+
+/// The preset's choices; the defaults are the measured best (H100 / H200, Llama-3.2-1B and 8B).
+struct DecodePreset {
+  /// > 0: each stage's projections together (q/k/v, o, gate/up, down) cut into this many tiles per
+  /// SM, in equal rows: every SM streams the same share of every stage, whatever its size (a
+  /// fixed tile size leaves most SMs idle in the small stages: q/k/v in 256 KiB tiles is 48 tasks
+  /// on 132 SMs). 0: use tile_kib / tiles_per_sm. With stage_balance, 1 took the 1B shape from
+  /// 2.52 to 2.15 ms/token on an H100 (docs/PERFORMANCE.md, row 27).
+  int64_t tiles_per_stage = 1;
+  int64_t tile_kib = 256;    ///< tiles_per_stage == 0 and > 0: tiles of about this many KiB of bf16 weights
+  int64_t tiles_per_sm = 1;  ///< tiles_per_stage == 0 and tile_kib == 0: tiles of each projection per SM
+  /// > 0: the LM head in this many tiles per SM whatever the above say (0: as the others). One
+  /// long streamed task per SM pays the per-task costs once for the largest projection (H200,
+  /// Llama-3.2-1B: LM head stage 298 -> 168 us, 2.44 -> 2.31 ms/token).
+  int64_t lm_head_tiles_per_sm = 1;
+  /// How tasks go to SMs (ScheduleConfig sm_assignment): stage_balance evens each stage's bytes,
+  /// which is what a stage's latency depends on (docs/SCHEDULE.md).
+  std::string sm_assignment = "stage_balance";
+  /// > 0: split-KV partitions per head (1..8); 0: one per 2048 rows of max_seq, at most 4.
+  int64_t kv_partitions = 0;
+  /// Fusion groups left out, each as its comma-separated op names in any order ("rope,kv_append"):
+  /// a fusion's gain measured in the same run as the default (amk-bench --drop-fusion).
+  std::vector<std::string> drop_fusion;
+};
+
+/// Whether `text` ("rope,kv_append", any order) names one of fusion_all_groups().
+bool is_builtin_fusion_group(const std::string& text);
+
+/// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on a target with `num_sms`
+/// SMs (>= 1) and a KV cache of `max_seq` rows.
+std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& preset);
+
+}  // namespace amk::schedule
