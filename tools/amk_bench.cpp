@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
   std::string ctx_text = "128";
   decode->add_option("--model", dopt.model, "Hugging Face config.json (seeded random bf16 weights)")->required();
   decode->add_option("--ctx", ctx_text, "comma-separated context lengths (KV rows attended)")->capture_default_str();
-  decode->add_option("--schedule", dopt.schedule, "ScheduleConfig JSON (default: all fusions, split-KV by ctx)");
+  CLI::Option* schedule =
+      decode->add_option("--schedule", dopt.schedule, "ScheduleConfig JSON (default: the gpu-decode preset, varied by the options below)");
   decode->add_option("--target", dopt.target, "target name or JSON; auto = from the device name")->capture_default_str();
   decode->add_option("--baseline", dopt.baseline, "cublas-graph or none")
       ->check(CLI::IsMember({"cublas-graph", "none"}))->capture_default_str();
@@ -221,24 +222,39 @@ int main(int argc, char** argv) {
   decode->add_option("--check-steps", dopt.check_steps, "greedy steps compared with the baseline")
       ->check(CLI::Range(1, 4096))->capture_default_str();
   decode->add_option("--seed", dopt.seed, "random weights seed")->capture_default_str();
-  decode->add_option("--tiles-per-stage", dopt.tiling.tiles_per_stage,
-                     "built-in schedule: each stage's projections in this many equal tiles per SM (0 = use --tile-kib)")
-      ->check(CLI::Range(0, 1024))->capture_default_str();
-  decode->add_option("--tile-kib", dopt.tiling.tile_kib, "built-in schedule: GEMV tiles of this many KiB (0 = use --tiles-per-sm)")
-      ->check(CLI::Range(0, 65536))->capture_default_str();
-  decode->add_option("--tiles-per-sm", dopt.tiling.tiles_per_sm, "built-in schedule: tiles of each projection per SM")
-      ->check(CLI::Range(1, 1024))->capture_default_str();
-  decode->add_option("--lm-head-tiles-per-sm", dopt.tiling.lm_head_tiles_per_sm,
-                     "built-in schedule: LM head tiles per SM (0 = as the other projections)")
-      ->check(CLI::Range(0, 1024))->capture_default_str();
-  decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
-      ->check(CLI::IsMember({"round_robin", "load_balance", "stage_balance"}))
-      ->capture_default_str();
-  decode->add_option("--kv-partitions", dopt.tiling.kv_partitions,
-                     "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, at most 4)")
-      ->check(CLI::Range(0, 8))->capture_default_str();
-  decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
-                     "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)");
+  // The built-in schedule's knobs (schedule/decode_preset.h): meaningless with --schedule, so
+  // giving one with it is a usage error rather than a silently ignored flag.
+  const std::vector<CLI::Option*> preset_knobs = {
+      decode
+          ->add_option("--tiles-per-stage", dopt.tiling.tiles_per_stage,
+                       "built-in schedule: each stage's projections in this many equal tiles per SM (0 = use --tile-kib)")
+          ->check(CLI::Range(0, 1024))
+          ->capture_default_str(),
+      decode
+          ->add_option("--tile-kib", dopt.tiling.tile_kib,
+                       "built-in schedule: GEMV tiles of this many KiB (0 = use --tiles-per-sm)")
+          ->check(CLI::Range(0, 65536))
+          ->capture_default_str(),
+      decode->add_option("--tiles-per-sm", dopt.tiling.tiles_per_sm, "built-in schedule: tiles of each projection per SM")
+          ->check(CLI::Range(1, 1024))
+          ->capture_default_str(),
+      decode
+          ->add_option("--lm-head-tiles-per-sm", dopt.tiling.lm_head_tiles_per_sm,
+                       "built-in schedule: LM head tiles per SM (0 = as the other projections)")
+          ->check(CLI::Range(0, 1024))
+          ->capture_default_str(),
+      decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
+          ->check(CLI::IsMember({"round_robin", "load_balance", "stage_balance"}))
+          ->capture_default_str(),
+      decode
+          ->add_option("--kv-partitions", dopt.tiling.kv_partitions,
+                       "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, at most 4)")
+          ->check(CLI::Range(0, 8))
+          ->capture_default_str(),
+      decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
+                         "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)"),
+  };
+  for (CLI::Option* knob : preset_knobs) knob->excludes(schedule);
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");
   decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
   decode->add_flag("--json", json, "machine-readable output");
@@ -297,10 +313,6 @@ int main(int argc, char** argv) {
                   << "' is not a fusion group of the built-in schedule (docs/SCHEDULE.md lists them)\n";
         return kExitUsage;
       }
-    }
-    if (!dopt.tiling.drop_fusion.empty() && !dopt.schedule.empty()) {
-      std::cerr << "amk-bench: --drop-fusion changes the built-in schedule; it cannot be combined with --schedule\n";
-      return kExitUsage;
     }
     dopt.json = json;
     return amk::bench::run_decode_bench(dopt);

@@ -158,6 +158,15 @@ TEST_CASE("json: amk-bench decode and launch documents, with or without a GPU", 
   CHECK_THAT(typo.err, Catch::Contains("'rope,kvappend' is not a fusion group of the built-in schedule"));
   auto both = run_tool(AMK_BENCH_BIN, "decode --drop-fusion kv_append,rope --schedule x.json --model " + model);
   CHECK(both.exit_code == 2);
+  // So is any other knob of the built-in schedule next to --schedule: it would be ignored.
+  for (const char* knob : {"--tiles-per-stage 2", "--tile-kib 128", "--sm-assignment load_balance", "--kv-partitions 4"}) {
+    INFO(knob);
+    auto with_schedule = run_tool(AMK_BENCH_BIN, std::string("decode ") + knob + " --schedule x.json --model " + model);
+    CHECK(with_schedule.exit_code == 2);
+    CHECK_THAT(with_schedule.err, Catch::Contains("--schedule"));
+  }
+  auto bad_policy = run_tool(AMK_BENCH_BIN, "decode --sm-assignment fastest --model " + model);
+  CHECK(bad_policy.exit_code == 2);
 }
 
 TEST_CASE("json: amk-validate follows the same header", "[tools]") {
