@@ -35,6 +35,14 @@ bool is_builtin_fusion_group(const std::string& text) {
   return false;
 }
 
+int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq) {
+  // One partition per 2048 cache rows (at most 4), so a long context spreads over SMs while a
+  // short one leaves the extra partitions empty (they exit at once). H100, 1B shape, max_seq
+  // 8192: 4 partitions 2.46 / 2.79 ms at ctx 128 / 8192, 8 partitions 2.70 / 3.12, 2 partitions
+  // 2.40 / 2.95 (docs/PERFORMANCE.md, row 28): 8 x 32 heads is two attention tasks per SM.
+  return preset.kv_partitions > 0 ? preset.kv_partitions : std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
+}
+
 std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {
   nlohmann::json j;
   j["fusion_grouping"] = nlohmann::json::array();
@@ -44,12 +52,7 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
     if (!dropped) j["fusion_grouping"].push_back(group);
   }
   j["sm_assignment"] = tiling.sm_assignment;
-  // Split-KV: one partition per 2048 cache rows (at most 4), so a long context spreads over SMs
-  // while a short one leaves the extra partitions empty (they exit at once). H100, 1B shape,
-  // max_seq 8192: 4 partitions 2.46 / 2.79 ms at ctx 128 / 8192, 8 partitions 2.70 / 3.12, 2
-  // partitions 2.40 / 2.95 (docs/PERFORMANCE.md, row 27): 8 x 32 heads is two attention tasks per SM.
-  const int64_t parts = tiling.kv_partitions > 0 ? tiling.kv_partitions : std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
-  j["tiling"]["attention"]["kv_partitions"] = parts;
+  j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, max_seq);
   // One query head per attention task: the GQA group's heads run on separate SMs instead of one
   // after another (attention is latency-bound at decode, not bandwidth-bound).
   j["tiling"]["attention"]["heads_per_task"] = 1;
@@ -72,7 +75,7 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
       rows = std::max<int64_t>(1, (p.n + tiles - 1) / tiles);
     } else if (tiling.tiles_per_stage > 0) {
       // The stage's rows over tiles_per_stage x SMs tiles of one size (the projections of a stage
-      // share K), so load_balance gives every SM the same bytes in this stage.
+      // share K), so stage_balance gives every SM the same bytes in this stage.
       rows = std::max<int64_t>(1, (p.stage_n + sms * tiling.tiles_per_stage - 1) / (sms * tiling.tiles_per_stage));
     } else if (tiling.tile_kib > 0) {
       // Tiles of about tile_kib KiB of bf16 weights: the weight stream cuts them into ring-slot

@@ -39,6 +39,9 @@ struct DecodePreset {
 /// Whether `text` ("rope,kv_append", any order) names one of fusion_all_groups().
 bool is_builtin_fusion_group(const std::string& text);
 
+/// The split-KV partitions per head the preset gives a KV cache of `max_seq` rows.
+int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq);
+
 /// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on a target with `num_sms`
 /// SMs (>= 1) and a KV cache of `max_seq` rows.
 std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& preset);

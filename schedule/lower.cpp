@@ -19,6 +19,8 @@ constexpr int64_t kInt32Max = 2147483647;
 
 Status invalid(const std::string& msg) { return Status(StatusCode::InvalidArgument, msg); }
 
+}  // namespace
+
 Result<int64_t> resolve_max_seq(const ModelConfig& m, int64_t requested) {
   if (requested == 0) return std::min(m.max_position_embeddings, kDefaultMaxSeq);
   if (requested < 0) return invalid("max_seq: " + std::to_string(requested) + " must be positive");
@@ -28,6 +30,8 @@ Result<int64_t> resolve_max_seq(const ModelConfig& m, int64_t requested) {
   }
   return requested;
 }
+
+namespace {
 
 // Every int param must fit int32 (amk_params_t); the widest are vocab-sized offsets and the
 // KV-cache row width, so checking the model's sizes once covers every task.

@@ -22,6 +22,10 @@ namespace amk::schedule {
 /// KV cache rows when LowerOptions::max_seq is 0 (capped by max_position_embeddings).
 inline constexpr int64_t kDefaultMaxSeq = 4096;
 
+/// The KV cache rows a lowering with LowerOptions::max_seq `requested` makes: `requested`, or for 0
+/// min(max_position_embeddings, kDefaultMaxSeq); InvalidArgument when negative or beyond the model.
+[[nodiscard]] Result<int64_t> resolve_max_seq(const ModelConfig& model, int64_t requested);
+
 struct LowerOptions {
   /// KV cache rows (the longest context a Session can step to); 0 = min(max_position_embeddings,
   /// kDefaultMaxSeq). Must not exceed max_position_embeddings.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ir/json.h"
+#include "schedule/sm_assign.h"
 #include "targets/registry.h"
 
 namespace amk::schedule {
@@ -78,10 +79,7 @@ Status schedule_config_check(const ir::ScheduleConfig& c, const ir::GpuTarget& t
     return invalid("page_allocation: \"" + c.page_allocation + "\" is not one of \"none\", \"linear\", \"graph_color\"");
   }
   if (const auto* name = std::get_if<std::string>(&c.sm_assignment)) {
-    if (*name != "round_robin" && *name != "load_balance" && *name != "stage_balance") {
-      return invalid("sm_assignment: \"" + *name +
-                     "\" is not \"round_robin\", \"load_balance\", \"stage_balance\" or a {task_id: sm} map");
-    }
+    if (!is_sm_policy(*name)) return unknown_sm_policy(*name);
   }
   return Status::ok();
 }

@@ -17,7 +17,7 @@ Status invalid(const std::string& msg) { return Status(StatusCode::InvalidArgume
 Status assign_explicit(ir::Program& p, const std::map<int64_t, int64_t>& map, const ir::GpuTarget& t) {
   if (t.num_sms <= 0) {
     return invalid("sm_assignment: an explicit {task_id: sm} map needs a target with SMs; target '" + t.name +
-                   "' has num_sms 0 (use \"round_robin\", \"load_balance\" or \"stage_balance\", which leave sm unassigned there)");
+                   "' has num_sms 0 (use a named policy, which leaves sm unassigned there)");
   }
   const int64_t n = static_cast<int64_t>(p.tasks.size());
   for (const auto& [task, sm] : map) {
@@ -90,6 +90,18 @@ void assign_stage_balance(ir::Program& p, int64_t num_sms) {
 
 }  // namespace
 
+bool is_sm_policy(const std::string& name) {
+  for (const char* known : kSmPolicies)
+    if (name == known) return true;
+  return false;
+}
+
+Status unknown_sm_policy(const std::string& name) {
+  std::string known;
+  for (const char* k : kSmPolicies) known += std::string("\"") + k + "\", ";
+  return invalid("sm_assignment: \"" + name + "\" is not one of " + known + "or a {task_id: sm} map");
+}
+
 Status assign_sms(ir::Program& p, const ir::ScheduleConfig& config, const ir::GpuTarget& t) {
   if (const auto* map = std::get_if<std::map<int64_t, int64_t>>(&config.sm_assignment)) {
     return assign_explicit(p, *map, t);
@@ -111,8 +123,7 @@ Status assign_sms(ir::Program& p, const ir::ScheduleConfig& config, const ir::Gp
     assign_stage_balance(p, t.num_sms);
     return Status::ok();
   }
-  return invalid("sm_assignment: \"" + policy +
-                 "\" is not \"round_robin\", \"load_balance\", \"stage_balance\" or a {task_id: sm} map");
+  return unknown_sm_policy(policy);
 }
 
 }  // namespace amk::schedule

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/loader.h"
+#include "schedule/sm_assign.h"
 #include "tools/bench/decode_bench.h"
 #include "tools/bench/launch_bench.h"
 #include "tools/common/json_out.h"
@@ -244,7 +246,8 @@ int main(int argc, char** argv) {
           ->check(CLI::Range(0, 1024))
           ->capture_default_str(),
       decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
-          ->check(CLI::IsMember({"round_robin", "load_balance", "stage_balance"}))
+          ->check(CLI::IsMember(std::vector<std::string>(std::begin(amk::schedule::kSmPolicies),
+                                                         std::end(amk::schedule::kSmPolicies))))
           ->capture_default_str(),
       decode
           ->add_option("--kv-partitions", dopt.tiling.kv_partitions,

@@ -4,7 +4,6 @@
 // proves its own output with ir::validate() and writes the file only when it is ACCEPTED
 // (atomically, via ir::program_save). Exit codes: 0 written, 1 bad input / refused config /
 // validation failure, 2 usage error. Summary to stdout, logs and errors to stderr.
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -133,11 +132,11 @@ int run(const Options& opt) {
                                         "--preset " + opt.preset + " cuts each stage into tiles per SM; target '" +
                                             target->name + "' has num_sms 0 (use a GPU target)"));
     }
-    // The preset sizes split-KV by the KV cache the lowering will make (max_seq 0: its default).
-    const int64_t max_seq = opt.max_seq > 0 ? opt.max_seq
-                                            : std::min(model->max_position_embeddings, amk::schedule::kDefaultMaxSeq);
+    // The preset sizes split-KV by the KV cache the lowering will make.
+    auto max_seq = amk::schedule::resolve_max_seq(*model, opt.max_seq);
+    if (!max_seq) return fail(opt, doc, max_seq.status());
     auto sc = amk::schedule::schedule_config_from_json_text(
-        amk::schedule::decode_preset_json(*model, target->num_sms, max_seq, amk::schedule::DecodePreset{}),
+        amk::schedule::decode_preset_json(*model, target->num_sms, *max_seq, amk::schedule::DecodePreset{}),
         "preset " + opt.preset);
     if (!sc) return fail(opt, doc, sc.status());
     config = std::move(*sc);

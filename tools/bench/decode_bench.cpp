@@ -53,6 +53,7 @@ struct AmkModel {
   std::unique_ptr<vm::Executor> exec;
   int64_t weight_bytes = 0;
   std::string preset_json;  ///< the built-in schedule it was lowered with (empty: --schedule's file)
+  int64_t max_seq = 0;      ///< KV cache rows
 
   Status step(int32_t token, int32_t pos, int32_t* next, double* device_us, vm::LaunchTrace* trace = nullptr) {
     const loader::DecodeBindings& d = image->decode();
@@ -69,14 +70,13 @@ struct AmkModel {
 };
 
 /// One line on the built-in schedule a run measured (its full knobs are in the --json document).
-std::string preset_summary(const schedule::DecodePreset& p, const std::string& preset_json) {
+std::string preset_summary(const schedule::DecodePreset& p, int64_t max_seq) {
   std::ostringstream out;
   out << "built-in gpu-decode preset (" << p.sm_assignment << ", ";
   if (p.tiles_per_stage > 0) out << p.tiles_per_stage << " tile(s) per SM per stage";
   else if (p.tile_kib > 0) out << p.tile_kib << " KiB tiles";
   else out << p.tiles_per_sm << " tile(s) per SM per projection";
-  out << ", " << nlohmann::json::parse(preset_json)["tiling"]["attention"]["kv_partitions"].get<int64_t>()
-      << " KV partition(s)";
+  out << ", " << schedule::decode_preset_kv_partitions(p, max_seq) << " KV partition(s)";
   for (const std::string& g : p.drop_fusion) out << ", without " << g;
   out << ")";
   return out.str();
@@ -84,6 +84,7 @@ std::string preset_summary(const schedule::DecodePreset& p, const std::string& p
 
 Status build_amk(const DecodeBenchOptions& o, const schedule::ModelConfig& model, const ir::GpuTarget& target,
                  int64_t max_seq, AmkModel* out) {
+  out->max_seq = max_seq;
   if (o.schedule.empty()) out->preset_json = schedule::decode_preset_json(model, target.num_sms, max_seq, o.tiling);
   Result<ir::ScheduleConfig> cfg = o.schedule.empty()
                                        ? schedule::schedule_config_from_json_text(out->preset_json, "built-in decode schedule")
@@ -248,7 +249,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     std::printf("model: %s (target %s), %zu tasks, weights %.1f MB (bf16, seeded random, seed %llu)\n",
                 o.model.c_str(), target->name.c_str(), amk.program.tasks.size(), wbytes / 1e6,
                 static_cast<unsigned long long>(o.seed));
-    std::printf("schedule: %s\n", amk.preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, amk.preset_json).c_str());
+    std::printf("schedule: %s\n", amk.preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, amk.max_seq).c_str());
     std::printf("copy bandwidth: %.0f GB/s (D2D %zu MiB, read + write)\n", bw->gbs, bw->bytes >> 20);
     if (base)
       std::printf("check: %d/%d steps same next token as %s, %d more within the logits' difference; logits "
