@@ -29,11 +29,13 @@ ncu -i "$DEST/prof.ncu-rep" --page source --csv --print-source sass >"$DEST/sass
 
 # The same code, disassembled with the source line (and inlining chain) of every instruction.
 TMP="$(mktemp -d)"
-(cd "$TMP" && cuobjdump -xelf all "$BENCH" >/dev/null 2>&1)
+(cd "$TMP" && cuobjdump -xelf all "$BENCH" >"$DEST/cuobjdump.log" 2>&1)
+ls "$TMP" >>"$DEST/cuobjdump.log"
 : >"$DEST/disasm.txt"
 for cubin in "$TMP"/*.cubin; do
   [ -e "$cubin" ] || continue
-  if nvdisasm -c "$cubin" 2>/dev/null | grep -q amk_persistent_kernel; then
+  # grep -c reads to the end: with -q, nvdisasm would die of SIGPIPE and pipefail fail the test
+  if nvdisasm -c "$cubin" 2>/dev/null | grep -c amk_persistent_kernel >/dev/null; then
     nvdisasm -gi -c "$cubin" >>"$DEST/disasm.txt" 2>&1
   fi
 done

@@ -313,12 +313,13 @@ class CudaExecutor final : public Executor {
   }
 
   /// The shared-memory weight ring (persistent_kernel.cu): on when the kernel was built for sm_90+
-  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles): 2 slots
-  /// of 64 KiB by default, or of the program's longest row when that is larger and two fit. On an
-  /// H200 (Llama-3.2-1B shape) 2 x 64 KiB measured 2.9 ms/token against 3.4 for 3 x 48 KiB and
-  /// 3.6 for 4 x 32 KiB: each chunk costs a block barrier, so fewer, larger chunks win while two
-  /// keep a copy in flight during each chunk's use. AMK_RING=0 turns the ring off;
-  /// AMK_RING_SLOTS=n and AMK_RING_SLOT_KIB=k override the shape (docs/PERFORMANCE.md).
+  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles): 3 slots
+  /// of 48 KiB when the program's longest row fills a 48 KiB slot at least as well as a 64 KiB
+  /// one, else 2 of 64 KiB, or of the longest row when that is larger and two fit. Each chunk
+  /// costs a block barrier, so slots that a row size fills badly (28 KiB rows: one per 48 KiB
+  /// slot) lose; a third slot in flight wins where rows pack (docs/PERFORMANCE.md row 32, H200:
+  /// Llama-3.2-1B 2.025 -> 1.958 ms with 3 x 48; Llama-3-8B 7.86 -> 8.13 with 3 x 48, so 2 x 64).
+  /// AMK_RING=0 turns the ring off; AMK_RING_SLOTS=n and AMK_RING_SLOT_KIB=k override the shape.
   void choose_ring(const KernelResources& res, size_t work_bytes) {
     ring_slots_ = 0;
     ring_slot_bytes_ = 0;
@@ -333,12 +334,17 @@ class CudaExecutor final : public Executor {
     }
     if (longest_row == 0) return;
     const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) - static_cast<int64_t>(work_bytes);
-    int64_t slot = 64 * 1024;
+    // Bytes of a slot that whole rows of the longest length fill.
+    const auto filled = [&](int64_t slot_bytes) { return slot_bytes / longest_row * longest_row; };
+    int64_t slot = 64 * 1024, max_slots = 2;
+    if (longest_row <= 48 * 1024 && filled(48 * 1024) * 64 >= filled(64 * 1024) * 48 && 3 * 48 * 1024 <= room) {
+      slot = 48 * 1024;
+      max_slots = 3;
+    }
     if (const char* env = std::getenv("AMK_RING_SLOT_KIB"); env != nullptr && std::atoi(env) >= 1)
       slot = int64_t{1024} * std::atoi(env);
     else if (longest_row > slot && 2 * static_cast<int64_t>(align_up(longest_row, 128)) <= room)
       slot = static_cast<int64_t>(align_up(longest_row, 128));
-    int64_t max_slots = 2;
     if (const char* env = std::getenv("AMK_RING_SLOTS"); env != nullptr && std::atoi(env) >= 2)
       max_slots = std::min<int64_t>(gpuvm::kMaxRingSlots, std::atoi(env));
     const int64_t slots = std::min<int64_t>(max_slots, room / slot);
