@@ -9,17 +9,53 @@
 
 namespace amk::instructions {
 
+/// One thread's best (value, index) so far; i = kArgmaxNone before any candidate.
+struct ArgmaxBest {
+  float v;
+  int i;
+};
+inline constexpr int kArgmaxNone = 0x7fffffff;
+
+/// This thread's share of an F32 scan over float4s [0, n4): kLoads4 float4 loads in flight, kept in
+/// registers, before any compare. Its own function: inside sample_argmax_run, next to the
+/// dtype-generic path, the compiler spilled (388 B) and issued the loads one at a time through
+/// local memory (72 us for 128256 logits on an H200, docs/PERFORMANCE.md row 33).
+AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_f32(const float4* p4, int64_t n4) {
+  constexpr int kLoads4 = 16;
+  const int64_t threads = block_threads();
+  const float nan = __int_as_float(0x7fc00000);  // never wins: pads the last round
+  ArgmaxBest best{nan, kArgmaxNone};
+  for (int64_t q0 = block_tid(); q0 < n4; q0 += threads * kLoads4) {
+    float4 v[kLoads4];
+#pragma unroll
+    for (int u = 0; u < kLoads4; ++u) {
+      const int64_t q = q0 + u * threads;
+      v[u] = q < n4 ? p4[q] : make_float4(nan, nan, nan, nan);
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads4; ++u) {
+      const int i = static_cast<int>((q0 + u * threads) * 4);
+      const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (argmax_better(e[j], i + j, best.v, best.i)) best = ArgmaxBest{e[j], i + j};
+      }
+    }
+  }
+  return best;
+}
+
 /// SAMPLE_ARGMAX, whole block. Uses 2 * warps words of ctx.s_work.
 AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   SampleArgmaxArgs* const s_args = shared_args<SampleArgmaxArgs>();  // decoded once per block (decode_once)
   AMK_TRY_DEV(decode_once(s_args, ctx, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
   const SampleArgmaxArgs& a = *s_args;
-  constexpr int kNone = 0x7fffffff;  // index of "no candidate yet"
+  constexpr int kNone = kArgmaxNone;  // index of "no candidate yet"
   float best_v = __int_as_float(0x7fc00000);  // NaN: anything non-NaN beats it
   int best_i = kNone;
   // Several loads in flight per thread before any compare: a plain strided loop was one dependent
   // L2 round trip per 512 logits (117 us for a 128256-entry vocabulary on an H200). Contiguous
-  // F32 logits go 4 per float4, 8 float4 in flight; bf16 / f16 8 per 16-byte load (load8); the
+  // F32 logits go 4 per float4, 16 float4 in flight (argmax_scan_f32); bf16 / f16 8 per 16-byte load (load8); the
   // rest one by one.
   const int64_t n = a.logits.numel, threads = block_threads();
   auto consider = [&](float v, int64_t i) {
@@ -30,31 +66,10 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
   };
   int64_t done = 0;
   if (a.logits.dtype == AMK_DTYPE_F32 && vec8_ok(a.logits, 0, n / 8 * 8)) {
-    // F32 logits (what the decode programs write): float4 loads straight into registers, kLoads4
-    // in flight per thread. Through the dtype-generic load8 below, the compiler kept each load's
-    // values in local memory and waited for every load before issuing the next (one L2 round
-    // trip per 8 logits per thread: 72 us for 128256 logits on an H200, docs/PERFORMANCE.md row 33).
-    const auto* p4 = reinterpret_cast<const float4*>(a.logits.ptr);
-    const int64_t n4 = n / 4;
-    constexpr int kLoads4 = 8;
-    const float nan = __int_as_float(0x7fc00000);  // never wins: pads the last round
-    for (int64_t q0 = block_tid(); q0 < n4; q0 += threads * kLoads4) {
-      float4 v[kLoads4];
-#pragma unroll
-      for (int u = 0; u < kLoads4; ++u) {
-        const int64_t q = q0 + u * threads;
-        v[u] = q < n4 ? p4[q] : make_float4(nan, nan, nan, nan);
-      }
-#pragma unroll
-      for (int u = 0; u < kLoads4; ++u) {
-        const int64_t i = (q0 + u * threads) * 4;
-        consider(v[u].x, i);
-        consider(v[u].y, i + 1);
-        consider(v[u].z, i + 2);
-        consider(v[u].w, i + 3);
-      }
-    }
-    done = n4 * 4;
+    const ArgmaxBest b = argmax_scan_f32(reinterpret_cast<const float4*>(a.logits.ptr), n / 4);
+    best_v = b.v;
+    best_i = b.i;
+    done = n / 4 * 4;
   } else if (vec8_ok(a.logits, 0, n / 8 * 8)) {
     constexpr int kLoads = 4;
     const int64_t n8 = n / 8 * 8;
