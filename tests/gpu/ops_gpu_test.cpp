@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "gpu_harness.h"
 #include "instructions/common/dtype.h"
@@ -20,6 +21,37 @@ namespace {
 void check_ok(const Status& st) {
   INFO(st.message());
   CHECK(st.is_ok());
+}
+
+/// A ROPE task x -> y at params.pos `pos` (+ the step's position: STEP_POS), on worker `sm`.
+void add_rope(gputest::ProgramBuilder& b, int x, int inv_freq, int y, int64_t hd, int64_t pos, int sm) {
+  ir::Task& r = b.task(Opcode::Rope, {x, inv_freq}, {y}, sm, "rope");
+  r.params.set("head_dim", hd);
+  r.params.set("theta", 10000.0);
+  r.params.set("pos", pos);
+  r.params.set("flags", ir::kFlagStepPos);
+}
+
+/// A FUSED ROPE_APPEND task x -> cache row (pos + the step's position), on worker `sm`.
+void add_rope_append(gputest::ProgramBuilder& b, int x, int inv_freq, int cache, int64_t hd, int64_t pos, int sm) {
+  ir::Task& ra = b.task(Opcode::Fused, {x, inv_freq, cache}, {cache}, sm, "rope_append");
+  ra.params.set("recipe", std::string("ROPE_APPEND"));
+  ra.params.set("head_dim", hd);
+  ra.params.set("pos", pos);
+  ra.params.set("flags", ir::kFlagStepPos | (int64_t{5} << ir::kFlagRecipeShift));
+}
+
+/// compare_with_cpu options at step position 29 whose fill writes the standard inv_freq table
+/// (theta 10000) into buffer `invf` and hands every other buffer to `other`.
+gputest::CompareOptions rope_options(int invf, int64_t hd, std::function<void(int, void*, size_t)> other) {
+  gputest::CompareOptions o;
+  o.pos = 29;
+  o.fill = [invf, hd, other](int buf, void* dst, size_t bytes) {
+    if (buf != invf) return other(buf, dst, bytes);
+    for (int64_t i = 0; i < hd / 2; ++i)
+      static_cast<float*>(dst)[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(hd));
+  };
+  return o;
 }
 
 }  // namespace
@@ -121,39 +153,46 @@ TEST_CASE("gpu EMBED, ROPE, KV_APPEND and FUSED ROPE_APPEND (STEP_POS) match the
       const int kv = b.buffer("k_new", BufferKind::IoInput, dt, {2 * hd});
       const int cache = b.buffer("k_cache", BufferKind::KvCache, dt, {40, 2 * hd});
       b.task(Opcode::Embed, {ids, table}, {e}, 0, "embed").params.set("hidden", int64_t{96});
-      ir::Task& r = b.task(Opcode::Rope, {q, invf}, {qr}, 1, "rope");
-      r.params.set("head_dim", hd);
-      r.params.set("theta", 10000.0);
-      r.params.set("pos", int64_t{2});
-      r.params.set("flags", ir::kFlagStepPos);
+      add_rope(b, q, invf, qr, hd, 2, 1);
       ir::Task& k = b.task(Opcode::KvAppend, {kv, cache}, {cache}, 2, "kv_append");
       k.params.set("pos", int64_t{1});
       k.params.set("flags", ir::kFlagStepPos);
       const int k2 = b.buffer("k_new2", BufferKind::IoInput, dt, {2 * hd});
       const int cache2 = b.buffer("k_cache2", BufferKind::KvCache, dt, {40, 2 * hd});
-      ir::Task& ra = b.task(Opcode::Fused, {k2, invf, cache2}, {cache2}, 0, "rope_append");
-      ra.params.set("recipe", std::string("ROPE_APPEND"));
-      ra.params.set("head_dim", hd);
-      ra.params.set("pos", int64_t{3});  // row 32 at o.pos 29
-      ra.params.set("flags", ir::kFlagStepPos | (int64_t{5} << ir::kFlagRecipeShift));
-      gputest::CompareOptions o;
-      o.pos = 29;
-      o.fill = [&](int buf, void* dst, size_t bytes) {
-        if (buf == invf) {
-          for (int64_t i = 0; i < hd / 2; ++i)
-            static_cast<float*>(dst)[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / static_cast<float>(hd));
-          return;
-        }
+      add_rope_append(b, k2, invf, cache2, hd, 3, 0);  // row 32 at o.pos 29
+      const gputest::CompareOptions o = rope_options(invf, hd, [&](int buf, void* dst, size_t bytes) {
         if (buf == ids) {
           const int32_t v[3] = {6, 0, 3};
           std::memcpy(dst, v, sizeof v);
           return;
         }
         for (size_t i = 0; i < bytes; ++i) static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>((i * 37 + 11) & 0x3f);
-      };
+      });
       check_ok(gputest::compare_with_cpu(b.p, o));
     }
   }
+}
+
+// The bf16 fast path (instructions/rope_bf16.cuh) takes kRopePairs pairs per thread per round: 48
+// heads of 64 are 1536 pairs, more than one round of the block's compute threads (480 x 3), so the
+// second round and its partial tail run too. Positions differ per task (pos 7 + step 29).
+TEST_CASE("gpu ROPE and FUSED ROPE_APPEND over more pairs than one round (bf16 fast path)",
+          "[gpu][op:rope][op:fused]") {
+  gputest::require_gpu();
+  constexpr int64_t hd = 64, heads = 48;
+  gputest::ProgramBuilder b;
+  const int q = b.buffer("q", BufferKind::IoInput, DType::BF16, {heads * hd});
+  const int invf = b.buffer("inv_freq", BufferKind::IoInput, DType::F32, {hd / 2});
+  const int qr = b.buffer("q_rot", BufferKind::IoOutput, DType::BF16, {heads * hd});
+  const int k = b.buffer("k_new", BufferKind::IoInput, DType::BF16, {heads * hd});
+  const int cache = b.buffer("k_cache", BufferKind::KvCache, DType::BF16, {40, heads * hd});
+  add_rope(b, q, invf, qr, hd, 7, 0);
+  add_rope_append(b, k, invf, cache, hd, 3, 1);  // row 32 at o.pos 29
+  const gputest::CompareOptions o = rope_options(invf, hd, [](int, void* dst, size_t bytes) {
+    for (size_t i = 0; i < bytes / 2; ++i)  // every other buffer is bf16
+      static_cast<uint16_t*>(dst)[i] = instructions::f32_to_bf16(std::sin(0.11f * static_cast<float>(i)) * 3.0f);
+  });
+  check_ok(gputest::compare_with_cpu(b.p, o));
 }
 
 TEST_CASE("gpu DEQUANT, COPY and NOP match the CPU reference", "[gpu][op:dequant][op:copy][op:nop]") {
