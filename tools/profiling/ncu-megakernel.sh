@@ -10,7 +10,7 @@
 #   e.g. tools/profiling/ncu-megakernel.sh /tmp/b1/tools/amk-bench --model tests/fixtures/configs/llama-3.2-1b.json
 # env:   OUT (where the outputs go; default ./ncu-out), NCU_SKIP (launches skipped first, default 3)
 set -u -o pipefail
-BENCH="$1"
+BENCH="$(realpath "$1")"  # absolute: the disassembly step runs in a temporary directory
 shift
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DEST="${OUT:-ncu-out}"
