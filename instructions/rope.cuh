@@ -17,12 +17,7 @@ AMK_DEVICE_NOINLINE int32_t rope_run(const amk_program_t& p, const amk_instructi
   const RopeArgs& a = *s_args;
   const int64_t half = a.head_dim / 2;
   const float pos = static_cast<float>(a.pos);
-  if (rope_bf16_ok(a.x, a.inv_freq, a.y) && a.heads * half <= INT32_MAX && a.x.numel <= INT32_MAX) {
-    rope_bf16_pairs(static_cast<const uint16_t*>(a.x.ptr), static_cast<uint16_t*>(a.y.ptr),
-                    static_cast<const float*>(a.inv_freq.ptr), static_cast<int32_t>(a.heads * half),
-                    static_cast<int32_t>(half), static_cast<int32_t>(a.head_dim), pos);
-    return AMK_DEVERR_NONE;
-  }
+  if (rope_bf16_try(a.x, a.inv_freq, a.y, 0, a.head_dim, pos)) return AMK_DEVERR_NONE;
   block_for(a.heads * half, [&](int64_t e) {
     const int64_t h = e / half, i = e - h * half, o = h * a.head_dim;
     const float ang = pos * a.inv_freq.load(i);

@@ -19,12 +19,7 @@ AMK_DEVICE_NOINLINE int32_t rope_append_run(const amk_program_t& p, const amk_in
   const RopeAppendArgs& a = *s_args;
   const float pos = static_cast<float>(a.pos);
   const int64_t base = a.pos * a.row;
-  if (rope_bf16_ok(a.x, a.inv_freq, a.cache) && a.row <= INT32_MAX) {  // the row starts at element base
-    rope_bf16_pairs(static_cast<const uint16_t*>(a.x.ptr), static_cast<uint16_t*>(a.cache.ptr) + base,
-                    static_cast<const float*>(a.inv_freq.ptr), static_cast<int32_t>(a.row / 2),
-                    static_cast<int32_t>(a.half), static_cast<int32_t>(a.head_dim), pos);
-    return AMK_DEVERR_NONE;
-  }
+  if (rope_bf16_try(a.x, a.inv_freq, a.cache, base, a.head_dim, pos)) return AMK_DEVERR_NONE;
   block_for(a.row / 2, [&](int64_t e) {
     const int64_t h = e / a.half, i = e - h * a.half, o = h * a.head_dim;
     const float ang = pos * a.inv_freq.load(i);

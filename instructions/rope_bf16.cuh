@@ -15,12 +15,6 @@ namespace amk::instructions {
 /// Pairs per thread per round of rope_bf16_pairs.
 inline constexpr int kRopePairs = 3;
 
-/// Whether the fast path applies: x and out bf16, inv_freq f32, all contiguous.
-AMK_DEVICE bool rope_bf16_ok(const Tensor& x, const Tensor& inv_freq, const Tensor& out) {
-  return x.dtype == AMK_DTYPE_BF16 && out.dtype == AMK_DTYPE_BF16 && inv_freq.dtype == AMK_DTYPE_F32 &&
-         x.contiguous && out.contiguous && inv_freq.contiguous;
-}
-
 /// y[h * head_dim + i], y[... + half] = rope(x[...], pos) for the n_pairs = heads * half pairs.
 /// y may be x (every load of a round precedes its stores, and rounds touch disjoint pairs).
 /// Whole block (compute threads).
@@ -51,6 +45,20 @@ AMK_DEVICE_NOINLINE void rope_bf16_pairs(const uint16_t* x, uint16_t* y, const f
       }
     }
   }
+}
+
+/// The fast path for `x` -> elements [out_offset, out_offset + x.numel) of `out` when it applies (x
+/// and out bf16, inv_freq f32, all contiguous, x's indices in int32); false otherwise, and nothing
+/// is written. Whole block.
+AMK_DEVICE bool rope_bf16_try(const Tensor& x, const Tensor& inv_freq, const Tensor& out, int64_t out_offset,
+                              int64_t head_dim, float pos) {
+  if (x.dtype != AMK_DTYPE_BF16 || out.dtype != AMK_DTYPE_BF16 || inv_freq.dtype != AMK_DTYPE_F32 || !x.contiguous ||
+      !out.contiguous || !inv_freq.contiguous || x.numel > INT32_MAX)
+    return false;
+  rope_bf16_pairs(static_cast<const uint16_t*>(x.ptr), static_cast<uint16_t*>(out.ptr) + out_offset,
+                  static_cast<const float*>(inv_freq.ptr), static_cast<int32_t>(x.numel / 2),
+                  static_cast<int32_t>(head_dim / 2), static_cast<int32_t>(head_dim), pos);
+  return true;
 }
 
 }  // namespace amk::instructions

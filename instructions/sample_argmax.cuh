@@ -50,13 +50,12 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
   SampleArgmaxArgs* const s_args = shared_args<SampleArgmaxArgs>();  // decoded once per block (decode_once)
   AMK_TRY_DEV(decode_once(s_args, ctx, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
   const SampleArgmaxArgs& a = *s_args;
-  constexpr int kNone = kArgmaxNone;  // index of "no candidate yet"
   float best_v = __int_as_float(0x7fc00000);  // NaN: anything non-NaN beats it
-  int best_i = kNone;
+  int best_i = kArgmaxNone;
   // Several loads in flight per thread before any compare: a plain strided loop was one dependent
   // L2 round trip per 512 logits (117 us for a 128256-entry vocabulary on an H200). Contiguous
-  // F32 logits go 4 per float4, 16 float4 in flight (argmax_scan_f32); bf16 / f16 8 per 16-byte load (load8); the
-  // rest one by one.
+  // F32 logits go 4 per float4, 16 float4 in flight (argmax_scan_f32); bf16 / f16 8 per 16-byte
+  // load (load8), 4 such loads in flight; the rest one by one.
   const int64_t n = a.logits.numel, threads = block_threads();
   auto consider = [&](float v, int64_t i) {
     if (argmax_better(v, i, best_v, best_i)) {
@@ -108,7 +107,7 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
   for (int m = gpu::kWarpSize / 2; m >= 1; m >>= 1) {
     const float ov = gpu::shfl_xor(best_v, m);
     const int oi = gpu::shfl_xor(best_i, m);
-    if (oi != kNone && (best_i == kNone || argmax_better(ov, oi, best_v, best_i))) {
+    if (oi != kArgmaxNone && (best_i == kArgmaxNone || argmax_better(ov, oi, best_v, best_i))) {
       best_v = ov;
       best_i = oi;
     }
@@ -124,12 +123,12 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
     float v = s_v[0];
     int idx = s_i[0];
     for (int w = 1; w < compute_warps(); ++w) {
-      if (s_i[w] != kNone && (idx == kNone || argmax_better(s_v[w], s_i[w], v, idx))) {
+      if (s_i[w] != kArgmaxNone && (idx == kArgmaxNone || argmax_better(s_v[w], s_i[w], v, idx))) {
         v = s_v[w];
         idx = s_i[w];
       }
     }
-    static_cast<int32_t*>(a.token.ptr)[a.token.offset(0)] = idx == kNone ? 0 : idx;
+    static_cast<int32_t*>(a.token.ptr)[a.token.offset(0)] = idx == kArgmaxNone ? 0 : idx;
   }
   return AMK_DEVERR_NONE;
 }

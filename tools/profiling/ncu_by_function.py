@@ -8,12 +8,13 @@ SASS_CSV is ncu's source page (--page source --csv --print-source sass, may be .
 instruction's offset and mnemonic. Prints the match rate, then samples per function with the top
 stall reasons, then the N (default 30) hottest source lines."""
 import collections
-import csv
 import gzip
 import re
 import shutil
 import subprocess
 import sys
+
+from ncu_csv import SourceTable, num
 
 
 def open_text(path):
@@ -74,26 +75,12 @@ def demangle(names):
     return {n: re.sub(r"\(.*$", "", d).split("::")[-1] or d for n, d in zip(names, out)}
 
 
-def num(v):
-    try:
-        return float(v.replace(",", ""))
-    except ValueError:
-        return 0.0
-
-
 def main():
     csv_path, dis_path = sys.argv[1], sys.argv[2]
     top = int(sys.argv[3]) if len(sys.argv) > 3 else 30
-    with open_text(csv_path) as f:
-        rows = list(csv.reader(l for l in f if l.startswith('"')))
-    start = next(i for i, r in enumerate(rows) if "Source" in r)
-    head, body = rows[start], [r for r in rows[start + 1:] if len(r) == len(rows[start])]
-    sample_col = next((i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All")), None)
-    if sample_col is None:
-        sample_col = next(i for i, h in enumerate(head) if "Sampl" in h)
-    src_col = head.index("Source")
-    addr_col = head.index("Address") if "Address" in head else 0
-    stall_cols = [i for i, h in enumerate(head) if "stall" in h.lower() and "Sampling" not in h]
+    t = SourceTable(csv_path)
+    head, body, sample_col, src_col, addr_col = t.head, t.body, t.sample_col, t.src_col, t.addr_col
+    stall_cols = t.stall_cols
 
     dis = read_disasm(dis_path)
     addrs = [int(r[addr_col], 16) for r in body]

@@ -4,32 +4,19 @@ page export (ncu --section SourceCounters --page source --csv --print-source sas
 stall-sample columns, so a kernel's binding stalls can be read without the GUI. Prints the
 columns it found, then the N (default 40) instructions with the most warp-stall samples, each with
 the 6 instructions before it (what it waited on is usually just above)."""
-import csv
 import sys
+
+from ncu_csv import SourceTable, num
 
 
 def main():
     path = sys.argv[1]
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 40
-    with open(path, newline="") as f:
-        lines = [l for l in f if l.startswith('"')]  # skip ncu's ==PROF== chatter
-    rows = list(csv.reader(lines))
-    # The export starts with kernel-name rows; the table's header is the row naming "Source".
-    start = next(i for i, r in enumerate(rows) if "Source" in r)
-    head, body = rows[start], rows[start + 1:]
+    t = SourceTable(path)
+    head, body = t.head, t.body
+    sample_col, src_col, addr_col = t.sample_col, t.src_col, t.addr_col
+    stall_cols = t.stall_cols
     print("columns:", " | ".join(head))
-    sample_col = next((i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All")), None)
-    if sample_col is None:
-        sample_col = next(i for i, h in enumerate(head) if "Sampl" in h)
-    src_col = next((i for i, h in enumerate(head) if h == "Source"), 1)
-    addr_col = next((i for i, h in enumerate(head) if h == "Address"), 0)
-    stall_cols = [i for i, h in enumerate(head) if "stall" in h.lower() and i != sample_col]
-
-    def num(v):
-        try:
-            return float(v.replace(",", ""))
-        except ValueError:
-            return 0.0
 
     total = sum(num(r[sample_col]) for r in body) or 1.0
     order = sorted(range(len(body)), key=lambda i: -num(body[i][sample_col]))
