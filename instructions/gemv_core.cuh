@@ -15,20 +15,35 @@
 
 namespace amk::instructions {
 
-/// fp32 dot of one 16-byte weight vector with the matching staged x values (16-byte aligned).
+/// The staged fp32 x values one 16-byte weight vector meets (4 for F32, 8 for BF16 / F16) from
+/// shared memory at `xs` (16-byte aligned). Eight floats are 32 bytes: with lanes 32 bytes apart,
+/// each 8-lane phase of a 16-byte shared load would hit every bank it touches twice. So a lane
+/// whose x sits in the upper 128 bytes of a 256-byte run (address bit 7) loads its upper half
+/// first: both loads are then conflict-free (eight consecutive vectors cover 256 bytes, four of
+/// them with bit 7 set). Values come out in element order either way.
 template <int DT>
-AMK_DEVICE float gemv_dot16(uint4 w, const float* xs, float acc) {
-  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+AMK_DEVICE void gemv_load_x16(const float* xs, float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8]) {
   if constexpr (DT == AMK_DTYPE_F32) {
     const float4 x = *reinterpret_cast<const float4*>(xs);
-    acc = fmaf(__uint_as_float(u[0]), x.x, acc);
-    acc = fmaf(__uint_as_float(u[1]), x.y, acc);
-    acc = fmaf(__uint_as_float(u[2]), x.z, acc);
-    acc = fmaf(__uint_as_float(u[3]), x.w, acc);
+    xv[0] = x.x, xv[1] = x.y, xv[2] = x.z, xv[3] = x.w;
   } else {
-    const float4 x0 = *reinterpret_cast<const float4*>(xs);
-    const float4 x1 = *reinterpret_cast<const float4*>(xs + 4);
-    const float xv[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    const bool upper_first = ((reinterpret_cast<uintptr_t>(xs) >> 7) & 1u) != 0;
+    const float4 first = *reinterpret_cast<const float4*>(xs + (upper_first ? 4 : 0));
+    const float4 second = *reinterpret_cast<const float4*>(xs + (upper_first ? 0 : 4));
+    const float4 lo = upper_first ? second : first, hi = upper_first ? first : second;
+    xv[0] = lo.x, xv[1] = lo.y, xv[2] = lo.z, xv[3] = lo.w;
+    xv[4] = hi.x, xv[5] = hi.y, xv[6] = hi.z, xv[7] = hi.w;
+  }
+}
+
+/// acc + the fp32 dot of one 16-byte weight vector with its x values (gemv_load_x16).
+template <int DT>
+AMK_DEVICE float gemv_dot16(uint4 w, const float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8], float acc) {
+  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+  if constexpr (DT == AMK_DTYPE_F32) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc = fmaf(__uint_as_float(u[i]), xv[i], acc);
+  } else {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float lo, hi;
@@ -89,8 +104,10 @@ AMK_DEVICE void gemv_chunk_vec(const char* const (&rows)[R], const float* s_x, i
     for (int u = 0; u < U; ++u) {
       const int64_t idx = v0 + static_cast<int64_t>(u) * gpu::kWarpSize;
       if (idx < nvec) {
+        float xv[kEpv];  // loaded once for all R rows
+        gemv_load_x16<DT>(s_x + idx * kEpv, xv);
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[r] = gemv_dot16<DT>(w[r][u], s_x + idx * kEpv, acc[r]);
+        for (int r = 0; r < R; ++r) acc[r] = gemv_dot16<DT>(w[r][u], xv, acc[r]);
       }
     }
   }

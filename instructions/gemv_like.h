@@ -11,6 +11,42 @@ namespace amk::instructions {
 /// What is applied to x while it is staged.
 enum GemvPrologue : int32_t { kGemvPlain = 0, kGemvRmsNorm = 1, kGemvSiluMul = 2 };
 
+/// Most rows one item of the weight stream's chunk consumer takes (instructions/gemv_stream.cuh):
+/// its warp loads each x vector once for all of them.
+inline constexpr int32_t kStreamRowsPerItem = 4;
+
+/// How the compute warps share out one chunk of the GPU weight stream: `rows` whole rows of
+/// `row_vecs` 16-byte vectors, cut into items of `r` rows (a row group) times one segment of their
+/// columns, one warp per item. A warp's x loads then serve r rows (fp32 x is 32 bytes of shared
+/// memory per 16 bytes of bf16 weights), and segments are whole warp-widths of vectors, so every
+/// lane does the same work. Decided by the host (gemv_stream_split), so the device spends no
+/// integer divisions on it per chunk: the consumer is instruction-issue bound
+/// (docs/PERFORMANCE.md, the stream probe).
+struct StreamSplit {
+  int32_t rows = 0;      ///< rows in the chunk (0: no split, the task does not stream)
+  int32_t r = 0;         ///< rows per item, 1..kStreamRowsPerItem
+  int32_t groups = 0;    ///< row groups: ceil(rows / r)
+  int32_t nseg = 0;      ///< segments per row; groups * nseg items
+  int32_t seg_vecs = 0;  ///< vectors per segment, a multiple of the warp width (the last may be shorter)
+};
+
+/// The split of a chunk of `rows` rows of `row_vecs` vectors over `warps` warps of `lanes` lanes:
+/// as many items as there are warps where the rows allow it, never an empty segment.
+AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes) {
+  StreamSplit sp;
+  if (rows <= 0 || row_vecs <= 0 || warps <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff) return sp;
+  sp.rows = static_cast<int32_t>(rows);
+  sp.r = sp.rows < kStreamRowsPerItem ? sp.rows : kStreamRowsPerItem;
+  sp.groups = (sp.rows + sp.r - 1) / sp.r;
+  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
+  int64_t nseg = sp.groups >= warps ? 1 : warps / sp.groups;
+  if (nseg > blocks) nseg = blocks;
+  const int64_t seg_blocks = (blocks + nseg - 1) / nseg;
+  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
+  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+  return sp;
+}
+
 /// Every operand of a GEMV-like task: the tile, the prologue on x and the epilogue's addends.
 struct GemvPlan {
   MatmulArgs mm;
@@ -20,6 +56,9 @@ struct GemvPlan {
   float eps = 0.0f;
   int32_t prologue = kGemvPlain;
   bool has_bias = false, has_residual = false;
+  /// When the task rides the GPU weight stream (set by the host with its chunk size; rows 0
+  /// otherwise): the split of its full chunks and of its last chunk, which may be shorter.
+  StreamSplit split_full, split_last;
 };
 
 /// Decode a GEMV-like `inst` into `*plan`: the opcode's own decode error, or BAD_PARAMS for an

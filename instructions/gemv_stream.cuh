@@ -12,10 +12,119 @@
 
 namespace amk::instructions {
 
-/// Partial sums one chunk may leave in shared memory: (rows, segments) pairs, at most
-/// max(kStreamChunkMaxRows, warps).
-inline constexpr int kStreamPartials = kStreamChunkMaxRows > gpu::kMaxWarps ? static_cast<int>(kStreamChunkMaxRows)
-                                                                             : gpu::kMaxWarps;
+/// Partial sums one chunk may leave in shared memory: rows * nseg <= max(rows, r * warps).
+inline constexpr int kStreamPartials =
+    kStreamChunkMaxRows > kStreamRowsPerItem * gpu::kMaxWarps ? static_cast<int>(kStreamChunkMaxRows)
+                                                               : kStreamRowsPerItem * gpu::kMaxWarps;
+
+/// Whether the device can run chunks with `sp` (the host computed it; this only guards the
+/// shared-memory bounds): 1..kStreamRowsPerItem rows per item covering `rows`, partial sums that fit.
+AMK_DEVICE bool gemv_stream_split_ok(const StreamSplit& sp, int32_t rows, int64_t row_vecs) {
+  return sp.rows == rows && sp.r >= 1 && sp.r <= kStreamRowsPerItem && sp.groups * sp.r >= rows &&
+         (sp.groups - 1) * sp.r < rows && sp.nseg >= 1 && sp.seg_vecs >= 1 &&
+         static_cast<int64_t>(sp.nseg) * sp.seg_vecs >= row_vecs && static_cast<int64_t>(rows) * sp.nseg <= kStreamPartials;
+}
+
+/// The totals of R per-lane values over the warp, in R - 1 + log2(lanes / P) shuffles instead of
+/// R * log2(lanes) (P: R rounded up to a power of two): each butterfly step first halves the
+/// values a lane carries (the upper half of the lanes keeps the upper half of them), then sums
+/// the one left. Returns this lane's total; *row says which of the R it is (lanes 0, lanes / P,
+/// 2 lanes / P, ... hold rows 0, 1, 2, ...; a row >= R is padding). Fixed order: deterministic.
+template <int R>
+AMK_DEVICE float warp_sum_rows(const float (&v)[R], int* row) {
+  constexpr int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : 8;
+  static_assert(R <= 8 && P <= gpu::kWarpSize, "a few rows per warp");
+  float a[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) a[i] = i < R ? v[i] : 0.0f;
+  const int lane = gpu::lane_id();
+  int base = 0, off = gpu::kWarpSize / 2;
+#pragma unroll
+  for (int width = P; width > 1; width /= 2, off /= 2) {
+    const bool upper = (lane & off) != 0;
+#pragma unroll
+    for (int i = 0; i < width / 2; ++i) {
+      const float keep = upper ? a[i + width / 2] : a[i];
+      const float send = upper ? a[i] : a[i + width / 2];
+      a[i] = keep + gpu::shfl_xor(send, off);
+    }
+    if (upper) base += width / 2;
+  }
+  for (; off >= 1; off /= 2) a[0] += gpu::shfl_xor(a[0], off);
+  *row = base;
+  return a[0];
+}
+
+/// One item: rows [g * R, g * R + R) (clamped to the chunk: duplicate reads, never written), vectors
+/// [v0, v1) of each, against s_x; every lane's share of the R dot products in acc. 32-bit
+/// offsets throughout (a slot is at most 64 KiB): the 64-bit index arithmetic of gemv_chunk_vec
+/// doubled the instructions of this issue-bound loop.
+template <int DT, int R>
+AMK_DEVICE void gemv_stream_item(const char* w, int32_t rows, int32_t row_vecs, int32_t g, int32_t v0, int32_t v1,
+                                 const float* s_x, float (&acc)[R]) {
+  constexpr int kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;
+  constexpr int U = R == 1 ? 4 : 2;  // 16-byte loads per row in flight per lane
+  const char* rowp[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int32_t row = g * R + i < rows ? g * R + i : rows - 1;
+    rowp[i] = w + (row * row_vecs + v0) * 16;
+    acc[i] = 0.0f;
+  }
+  const float* xs = s_x + v0 * kEpv;
+  const int32_t nvec = v1 - v0;
+  for (int32_t i0 = gpu::lane_id(); i0 < nvec; i0 += gpu::kWarpSize * U) {
+    uint4 wv[R][U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int32_t i = i0 + u * gpu::kWarpSize;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        wv[r][u] = i < nvec ? *reinterpret_cast<const uint4*>(rowp[r] + i * 16) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int32_t i = i0 + u * gpu::kWarpSize;
+      if (i < nvec) {
+        float xv[kEpv];
+        gemv_load_x16<DT>(xs + i * kEpv, xv);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] = gemv_dot16<DT>(wv[r][u], xv, acc[r]);
+      }
+    }
+  }
+}
+
+/// Every item of one chunk: s_part[row * sp.nseg + seg] = that row's segment sum (fixed warp
+/// assignment and summation order: deterministic). Whole block, no barrier.
+template <int DT, int R>
+AMK_DEVICE void gemv_stream_items(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
+                                  float* s_part) {
+  const int items = sp.groups * sp.nseg;
+  for (int it = gpu::warp_id(); it < items; it += compute_warps()) {
+    const int g = sp.nseg == 1 ? it : it / sp.nseg;  // nseg > 1 only when items <= warps: one division
+    const int seg = it - g * sp.nseg;
+    const int32_t v0 = seg * sp.seg_vecs;
+    const int32_t v1 = v0 + sp.seg_vecs < row_vecs ? v0 + sp.seg_vecs : row_vecs;
+    float acc[R];
+    gemv_stream_item<DT, R>(w, sp.rows, row_vecs, g, v0, v1, s_x, acc);
+    int i;
+    const float total = warp_sum_rows<R>(acc, &i);
+    constexpr int P = R <= 1 ? 1 : R <= 2 ? 2 : 4;
+    if (gpu::lane_id() % (gpu::kWarpSize / P) == 0 && i < R && g * R + i < sp.rows) s_part[(g * R + i) * sp.nseg + seg] = total;
+  }
+}
+
+/// gemv_stream_items for the split's row count per item (`sp` passed gemv_stream_split_ok).
+template <int DT>
+AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
+                                     float* s_part) {
+  static_assert(kStreamRowsPerItem == 4, "one case per row count");
+  if (sp.r == 4) gemv_stream_items<DT, 4>(w, row_vecs, sp, s_x, s_part);
+  else if (sp.r == 3) gemv_stream_items<DT, 3>(w, row_vecs, sp, s_x, s_part);
+  else if (sp.r == 2) gemv_stream_items<DT, 2>(w, row_vecs, sp, s_x, s_part);
+  else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, s_part);
+}
 
 /// Stage prologue(x) of the plan's one row in ctx.s_work in a single pass over x, and return the
 /// factor gemv_stream_chunk applies to each row's sum: for RMSNORM the staged values are x * norm_w
@@ -55,55 +164,36 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
   return rms_inv(compute_sum(ss, ctx.s_red), K, a.eps);  // block_sum's barriers publish s_x
 }
 
-/// The per-(row, segment) partial sums of one chunk into s_part (see gemv_stream_chunk).
-template <int DT>
-AMK_DEVICE void gemv_stream_rows(const GemvPlan& a, const char* w, int32_t rows, int nseg, float* s_part,
-                                 const float* s_x) {
-  constexpr int U = 4;
-  constexpr int64_t kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;
-  const int64_t row_vecs = a.mm.K / kEpv;
-  const int warps = compute_warps();
-  const int64_t seg_vecs = (row_vecs + nseg - 1) / nseg;
-  const int items = rows * nseg;
-  for (int it = gpu::warp_id(); it < items; it += warps) {
-    const int row = it / nseg, seg = it - row * nseg;
-    const int64_t v0 = static_cast<int64_t>(seg) * seg_vecs;
-    const int64_t v1 = v0 + seg_vecs < row_vecs ? v0 + seg_vecs : row_vecs;
-    float acc[1] = {0.0f};
-    if (v1 > v0) {
-      const char* const rowp[1] = {w + (static_cast<int64_t>(row) * row_vecs + v0) * 16};
-      gemv_chunk_vec<DT, 1, U, true>(rowp, s_x + v0 * kEpv, v1 - v0, acc);
-    }
-    acc[0] = gpu::warp_sum(acc[0]);
-    if (gpu::lane_id() == 0) s_part[it] = acc[0];
-  }
-}
-
-/// One chunk: output rows [n0, n0 + rows) of the plan's tile, whose weights are `w` (shared
-/// memory, `rows` rows of K elements back to back). Each warp takes one (row, segment) pair at a
-/// time, so a chunk of few long rows still keeps every warp busy; the segment sums go to
-/// `s_part` and, after the block barrier that also frees the slot, the row's owner thread adds
-/// them in order and writes y (+ bias, + residual). Whole block; `s_part` alternates between two
-/// buffers from chunk to chunk, so the next chunk's writes never race this chunk's reads.
-AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const char* w, int64_t n0, int32_t rows, float scale,
+/// One chunk: output rows [n0, n0 + sp.rows) of the plan's tile, whose weights are `w` (shared
+/// memory, the rows of K elements back to back). The warps take the split's items, whose segment
+/// sums go to `s_part`; after the block barrier that also frees the slot, the row's owner thread
+/// adds them in order and writes y (+ bias, + residual), whose addends it loaded before the items
+/// (their global latency would otherwise hold up warp 0, and so the block, on every chunk).
+/// Whole block; `s_part` alternates between two buffers from chunk to chunk, so the next chunk's
+/// writes never race this chunk's reads.
+AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, const char* w, int64_t n0, float scale,
                                   float* s_part, const DeviceCtx& ctx) {
-  const int warps = compute_warps();
-  const int nseg = rows >= warps ? 1 : warps / rows;  // segments per row: every warp has a pair
   const int32_t wdt = a.mm.w.dtype;
-  if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(a, w, rows, nseg, s_part, ctx.s_work);
-  else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(a, w, rows, nseg, s_part, ctx.s_work);
-  else gemv_stream_rows<AMK_DTYPE_F32>(a, w, rows, nseg, s_part, ctx.s_work);
-  compute_barrier();  // the slot's bytes are read and the partial sums written
+  const int32_t row_vecs = static_cast<int32_t>(a.mm.K / (wdt == AMK_DTYPE_F32 ? 4 : 8));
   const int64_t r = a.mm.m_begin;
-  for (int t = static_cast<int>(threadIdx.x); t < rows; t += kComputeThreads) {
+  const int t = static_cast<int>(threadIdx.x);
+  float bias = 0.0f, residual = 0.0f;
+  if (t < sp.rows) {
+    if (a.has_bias) bias = a.bias.load(n0 + t);
+    if (a.has_residual) residual = a.residual.load(r * a.mm.n_out + n0 + t);
+  }
+  if (wdt == AMK_DTYPE_BF16) gemv_stream_partials<AMK_DTYPE_BF16>(w, row_vecs, sp, ctx.s_work, s_part);
+  else if (wdt == AMK_DTYPE_F16) gemv_stream_partials<AMK_DTYPE_F16>(w, row_vecs, sp, ctx.s_work, s_part);
+  else gemv_stream_partials<AMK_DTYPE_F32>(w, row_vecs, sp, ctx.s_work, s_part);
+  compute_barrier();  // the slot's bytes are read and the partial sums written
+  if (t < sp.rows) {  // rows <= kStreamChunkMaxRows < kComputeThreads: one row per thread
+    static_assert(kStreamChunkMaxRows <= kComputeThreads, "one owner thread per row");
     float v = 0.0f;
-    for (int s = 0; s < nseg; ++s) v += s_part[t * nseg + s];
+    for (int s = 0; s < sp.nseg; ++s) v += s_part[t * sp.nseg + s];
     v *= scale;
-    const int64_t n = n0 + t;
-    const int64_t idx = r * a.mm.n_out + n;
-    if (a.has_bias) v = v + a.bias.load(n);
-    if (a.has_residual) v = v + a.residual.load(idx);
-    a.mm.y.store(idx, v);
+    if (a.has_bias) v = v + bias;
+    if (a.has_residual) v = v + residual;
+    a.mm.y.store(r * a.mm.n_out + n0 + t, v);
   }
 }
 

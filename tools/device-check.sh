@@ -148,7 +148,7 @@ print("; ".join(rows) + f"; check {j['check']['agree']}+{j['check']['near_ties']
 PY
 }
 note "amk-bench: launch costs and decode"
-if cmake --build "$BUILD" -j"$JOBS" --target amk-bench >"$LOGS/bench-build.log" 2>&1; then
+if cmake --build "$BUILD" -j"$JOBS" --target amk-bench amk-stream-probe >"$LOGS/bench-build.log" 2>&1; then
   timeout 120 "$BUILD/tools/amk-bench" launch --json >"$LOGS/bench-launch.json" 2>"$LOGS/bench-launch.err"
   RESULT[launch-costs]="$(python3 -c "import json;j=json.load(open('$LOGS/bench-launch.json'));print(f\"empty launch {j['empty_launch_us']:.2f} us, per task {j['per_task_us']:.2f} us, per cross-SM hop {j['per_hop_us']:.2f} us\")" 2>/dev/null || tail -1 "$LOGS/bench-launch.err")"
   timeout 240 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/llama-3.2-1b.json" --ctx 128,8192 \
@@ -159,6 +159,10 @@ if cmake --build "$BUILD" -j"$JOBS" --target amk-bench >"$LOGS/bench-build.log" 
       --tokens 20 --json >"$LOGS/bench-8b.json" 2>"$LOGS/bench-8b.err"
     RESULT[llama-8b]="$(bench_line "$LOGS/bench-8b.json" || echo "FAILED: $(tail -1 "$LOGS/bench-8b.err")")"
   fi
+  # One SM's weight-stream rate in isolation (tools/profiling/stream_probe.cu): what the GEMV
+  # stages could reach if nothing but the stream limited them.
+  timeout 120 "$BUILD/tools/amk-stream-probe" >"$LOGS/stream-probe.txt" 2>&1
+  RESULT[stream-probe]="rc=$? (table in $LOGS/stream-probe.txt, printed above)"
 else
   RESULT[launch-costs]="build of amk-bench FAILED"
 fi
@@ -196,12 +200,13 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+[ -s "$LOGS/stream-probe.txt" ] && cat "$LOGS/stream-probe.txt"
 {
   echo
   echo "================ amk device-check summary ================"
   printf '%-16s %s\n' "device" "$DEVICE"
   printf '%-16s %s\n' "arch" "$ARCH"
-  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream racecheck-stream racecheck-attn racecheck-rows synccheck-stream sanitizers launch-costs llama-1b llama-8b soak-gpu; do
+  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream racecheck-stream racecheck-attn racecheck-rows synccheck-stream sanitizers launch-costs llama-1b llama-8b stream-probe soak-gpu; do
     [ -n "${RESULT[$k]+x}" ] && printf '%-16s %s\n' "$k" "${RESULT[$k]}"
   done
   [ -s "$LOGS/kernel-report.txt" ] && printf '%-16s %s\n' "launch" "$(sed 's/.*kernel: //' "$LOGS/kernel-report.txt" | cut -c1-200)"

@@ -367,6 +367,15 @@ class CudaExecutor final : public Executor {
     instructions::gemv_weight_range(plan.mm, &src, &bytes);
     if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) return false;
     *entry = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
+    // How the compute warps share out each chunk, decided here once instead of per chunk on the
+    // device: the full chunks and the last one (rows of its own).
+    const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
+    const int64_t rows_per_chunk = chunk / row_bytes, n_rows = plan.mm.n_end - plan.mm.n_begin;
+    const int64_t last_rows = n_rows - (n_rows - 1) / rows_per_chunk * rows_per_chunk;
+    plan.split_full = instructions::gemv_stream_split(rows_per_chunk, row_bytes / 16, instructions::kComputeWarps,
+                                                      gpu::kWarpSize);
+    plan.split_last = instructions::gemv_stream_split(last_rows, row_bytes / 16, instructions::kComputeWarps,
+                                                      gpu::kWarpSize);
     instructions::make_plan_blob(plan, inst.op, blob);
     return true;
   }

@@ -269,14 +269,20 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
       plan.mm.K > cap)
     return AMK_DEVERR_BAD_PARAMS;
   const int64_t rows_per_chunk = e.chunk_bytes / row_bytes;
-  if (rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
+  const int64_t row_vecs = row_bytes / 16;
+  const int64_t n_rows = plan.mm.n_end - plan.mm.n_begin;
+  if (n_rows <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
+  const int64_t last_rows = n_rows - (n_rows - 1) / rows_per_chunk * rows_per_chunk;
+  if (!instructions::gemv_stream_split_ok(plan.split_full, static_cast<int32_t>(rows_per_chunk), row_vecs) ||
+      !instructions::gemv_stream_split_ok(plan.split_last, static_cast<int32_t>(last_rows), row_vecs))
+    return AMK_DEVERR_BAD_PARAMS;
   const float scale = instructions::gemv_stream_begin(plan, ctx);
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
-    const int64_t left = plan.mm.n_end - n0;
-    const int32_t rows = static_cast<int32_t>(left < rows_per_chunk ? left : rows_per_chunk);
+    const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
     const int32_t c = *consumed;
     ring.wait(c);  // every thread sees the bytes land
-    instructions::gemv_stream_chunk(plan, ring.slot(c), n0, rows, scale, part[c & 1], ctx);
+    instructions::gemv_stream_chunk(plan, last ? plan.split_last : plan.split_full, ring.slot(c), n0, scale,
+                                    part[c & 1], ctx);
     *consumed = c + 1;
     // Every compute thread releases its own reads of the slot (the phase completes with the last
     // of them). Thread 0 alone after gemv_stream_chunk's barrier orders them as well by the PTX

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tools/device-quick.sh: the short loop for a speed change on the GPU machine, in one call: build
+# (sm_90a, Release, -Werror), the [gpu] tests, the stream probe, the Llama-1B and Llama-3-8B decode
+# benchmarks (default preset, ctx 128), and the per-stage table of a traced 1B token. No
+# sanitizers or soak: tools/device-check.sh is the full check before a commit is called done.
+# Logs go to $OUT (else build-device/logs); a short table is printed last.
+#
+# usage: tools/device-quick.sh            env: AMK_SKIP_8B=1, AMK_SKIP_TESTS=1, AMK_DEVICE_JOBS (16)
+set -u -o pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${AMK_DEVICE_BUILD:-$ROOT/build-device}"
+LOGS="${OUT:-$BUILD/logs}"
+mkdir -p "$LOGS"
+export PATH="/usr/local/cuda/bin:$PATH"
+declare -A R
+
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=90a -DAMK_WERROR=ON \
+  -DCMAKE_CUDA_FLAGS="-Xptxas=-v -lineinfo" >"$LOGS/configure.log" 2>&1 &&
+  cmake --build "$BUILD" -j"${AMK_DEVICE_JOBS:-16}" --target amk-bench amk-stream-probe amk_gpu_tests \
+    >"$LOGS/build.log" 2>&1
+R[build]="rc=$?"
+grep -E "error" "$LOGS/build.log" | head -20
+
+if [ "${AMK_SKIP_TESTS:-0}" != 1 ]; then
+  "$BUILD/tests/gpu/amk_gpu_tests" "[gpu]" >"$LOGS/gpu-tests.log" 2>&1
+  R[tests]="rc=$? $(grep -E '^test cases:|^All tests passed' "$LOGS/gpu-tests.log" | tail -1)"
+  grep -B4 -A8 -E "FAILED" "$LOGS/gpu-tests.log" | head -60
+fi
+
+timeout 120 "$BUILD/tools/amk-stream-probe" >"$LOGS/stream-probe.txt" 2>&1
+R[probe]="rc=$?"
+
+bench() {  # name, model config
+  timeout 300 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/$2" --tokens 30 --json \
+    >"$LOGS/bench-$1.json" 2>"$LOGS/bench-$1.err"
+  R[$1]="$(python3 -c "
+import json; j = json.load(open('$LOGS/bench-$1.json')); r = j['results'][0]
+print(f\"{r['amk_ms_per_token']:.3f} ms ({r['amk_pct_of_copy_bw']:.1f}% of {j['copy_bandwidth_gbs']:.0f} GB/s), cuBLAS {r['baseline_ms_per_token']:.3f}, {r['speedup_vs_baseline']:.2f}x\")
+" 2>/dev/null || echo "FAILED: $(tail -1 "$LOGS/bench-$1.err")")"
+}
+bench 1b llama-3.2-1b.json
+[ "${AMK_SKIP_8B:-0}" != 1 ] && bench 8b llama-3-8b.json
+
+"$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/llama-3.2-1b.json" --tokens 20 --profile \
+  --trace "$LOGS/trace-1b.json" >"$LOGS/profile-1b.txt" 2>&1
+python3 "$ROOT/tools/profiling/trace_stages.py" "$LOGS/trace-1b.json" 100 200 >"$LOGS/stages-1b.txt" 2>&1
+rm -f "$LOGS/trace-1b.json"  # large; stages-1b.txt keeps what it says
+
+head -40 "$LOGS/stages-1b.txt"
+cat "$LOGS/stream-probe.txt"
+echo "================ device-quick ================"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
+for k in build tests probe 1b 8b; do [ -n "${R[$k]+x}" ] && printf '%-8s %s\n' "$k" "${R[$k]}"; done

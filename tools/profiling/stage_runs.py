@@ -1,0 +1,23 @@
+#!/usr/bin/env python3
+"""tools/profiling/stage_runs.py TRACE.json[.gz] [LABEL...]: the median task run (us) of each stage
+kind of a traced launch (amk-bench decode --profile --trace) over all layers, e.g. gate_proj,
+down_proj: how long one SM's task takes, apart from the gaps between stages. With labels, only
+those kinds."""
+import collections
+import gzip
+import json
+import re
+import sys
+
+d = json.load(gzip.open(sys.argv[1]) if sys.argv[1].endswith('.gz') else open(sys.argv[1]))
+want = set(sys.argv[2:])
+runs = collections.defaultdict(list)
+for e in d['traceEvents']:
+    if e.get('ph') != 'X' or e['cat'] in ('wait', 'launch'):
+        continue
+    kind = re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', e['args']['label']))
+    if not want or kind in want:
+        runs[kind].append(e['dur'])
+for kind, rs in sorted(runs.items(), key=lambda kv: -sum(kv[1])):
+    rs.sort()
+    print(f"{kind:20s} tasks={len(rs):5d} run median={rs[len(rs) // 2]:7.2f} us  p90={rs[len(rs) * 9 // 10]:7.2f}  total={sum(rs):9.1f}")

@@ -1,0 +1,357 @@
+// tools/profiling/stream_probe.cu (amk-stream-probe): how fast can ONE SM stream weights from
+// HBM, in isolation from the megakernel's counters, hops and task boundaries? Single-stream
+// decode needs copy bandwidth / SMs per SM (32 GB/s on an H200); the megakernel's GEMV stages
+// reach 13-24 (docs/PERFORMANCE.md). This probe separates the candidates:
+//
+//   ring   the megakernel's shape: a loader warp whose lane 0 keeps `slots` shared-memory slots
+//          of `slot` KiB busy with TMA bulk copies (`copies` per slot), 15 compute warps that wait
+//          on each slot's mbarrier, consume it and free it (every compute thread arrives, as in
+//          vm/cuda/persistent_kernel.cu). consume=none frees at once (the TMA rate alone);
+//          consume=read reads the slot's words and sums them; consume=gemv runs the megakernel's
+//          streamed-GEMV code on each chunk (instructions/gemv_stream.cuh: bf16 rows of K
+//          elements against an fp32 x in shared memory). "stg": each SM starts at a different
+//          chunk of its region (do simultaneous starts at the same offsets collide?).
+//   ld     no ring: 16 warps stream rows with 16-byte loads (gemv_tile_block's inner loop,
+//          2 rows x 4 loads per lane in flight), the path tasks take without the ring.
+//
+// Each block reads its own disjoint KiB (8 MiB, or --kib: 508 KiB is one Llama-1B gate_proj task);
+// L2 is flushed before every timed launch, so the bytes come from HBM. Every configuration runs
+// on one SM alone (its own limit) and on every SM (the share each gets when all stream). Rates
+// come from each block's own start / finish stamps (no launch overhead). The phase columns are
+// one SM's average chunk (ring only). --only ROW runs one row, e.g. under ncu. sm_90 for the ring.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "instructions/device_common.cuh"
+#include "instructions/gemv_stream.cuh"
+#include "targets/cuda/bulk_copy.cuh"
+#include "vm/cuda/stage_handoff.cuh"
+
+namespace {
+
+using amk::instructions::kComputeThreads;
+using amk::instructions::kComputeWarps;
+constexpr int kThreads = amk::instructions::kBlockThreads;
+constexpr int kMaxSlots = 8;
+
+struct ProbeArgs {
+  const char* src;
+  long long bytes_per_block;  // a multiple of the chunk
+  int slots, slot_bytes, copies;
+  int row_bytes;  // consume=gemv: bytes of one bf16 row (K * 2)
+  int consume;    // 0 none, 1 gemv, 2 read
+  int stagger;    // 1: block b streams its chunks starting at chunk 7b (mod its count), not at 0
+  amk::instructions::StreamSplit split;  // consume=gemv: how the warps share out a chunk (the host's)
+  float* sink;    // one float per block: keeps the arithmetic alive
+  unsigned long long* timeline;  // block 0, per chunk: issued, wait begun, landed (seen), consumed (ns)
+  unsigned long long* span;      // per block: when its compute thread 0 started and finished (ns)
+};
+
+#define PROBE_CHECK(x)                                                                        \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "amk-stream-probe: %s: %s\n", #x, cudaGetErrorString(e_));         \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+#if AMK_HAVE_BULK_COPY
+/// One chunk of whole bf16 rows in shared memory, consumed by the megakernel's own code
+/// (gemv_stream_chunk without the plan: the host's split, the partial sums, the barrier, the owner
+/// threads' sums); returns this thread's share of the row sums.
+__device__ float consume_gemv(const char* w, const amk::instructions::StreamSplit& sp, int row_bytes,
+                              const float* s_x, float* s_part) {
+  amk::instructions::gemv_stream_partials<AMK_DTYPE_BF16>(w, row_bytes / 16, sp, s_x, s_part);
+  amk::instructions::compute_barrier();
+  float total = 0.0f;
+  if (static_cast<int>(threadIdx.x) < sp.rows)
+    for (int s = 0; s < sp.nseg; ++s) total += s_part[threadIdx.x * sp.nseg + s];
+  return total;
+}
+
+/// The weight reads alone: every compute thread reads its 16-byte words of the chunk (consecutive
+/// lanes, consecutive words) and sums them, then the compute barrier.
+__device__ float consume_read(const char* w, int chunk_bytes) {
+  float total = 0.0f;
+  for (int i = static_cast<int>(threadIdx.x); i < chunk_bytes / 16; i += kComputeThreads) {
+    const uint4 v = *reinterpret_cast<const uint4*>(w + 16ll * i);
+    total += __uint_as_float(v.x) + __uint_as_float(v.y) + __uint_as_float(v.z) + __uint_as_float(v.w);
+  }
+  amk::instructions::compute_barrier();
+  return total;
+}
+#endif  // AMK_HAVE_BULK_COPY
+
+__global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
+#if AMK_HAVE_BULK_COPY
+  extern __shared__ float4 s_dyn[];
+  __shared__ uint64_t bar[kMaxSlots];
+  __shared__ amk::vm::gpuvm::StageHandoff freed[kMaxSlots];
+  __shared__ float s_part[2][amk::instructions::kStreamPartials];
+  char* ring = reinterpret_cast<char*>(s_dyn);
+  float* s_x = reinterpret_cast<float*>(ring + static_cast<long long>(a.slots) * a.slot_bytes);
+  const long long chunks = a.bytes_per_block / a.slot_bytes;
+  const char* src = a.src + blockIdx.x * a.bytes_per_block;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < a.slots; ++i) {
+      amk::gpu::mbarrier_init(&bar[i], static_cast<uint32_t>(a.copies));
+      freed[i].init(kComputeThreads);
+    }
+    amk::gpu::mbarrier_init_fence();
+  }
+  for (int k = threadIdx.x; k < a.row_bytes / 2; k += kThreads) s_x[k] = 1.0f / static_cast<float>(1 + (k & 7));
+  __syncthreads();
+  if (threadIdx.x == 0 && a.span != nullptr) a.span[2 * blockIdx.x] = amk::gpu::global_timer_ns();
+  if (threadIdx.x >= kComputeThreads) {  // the loader warp; lane 0 issues
+    if (amk::gpu::lane_id() != 0) return;
+    const int piece = a.slot_bytes / a.copies;
+    for (long long n = 0; n < chunks; ++n) {
+      const int s = static_cast<int>(n % a.slots);
+      if (n >= a.slots) freed[s].wait(static_cast<uint32_t>(n / a.slots - 1));
+      if (a.timeline != nullptr && blockIdx.x == 0) a.timeline[4 * n] = amk::gpu::global_timer_ns();
+      for (int c = 0; c < a.copies; ++c)
+        amk::gpu::bulk_copy_to_shared(ring + static_cast<long long>(s) * a.slot_bytes + c * piece,
+                                      src + (a.stagger ? (n + 7ll * blockIdx.x) % chunks : n) * a.slot_bytes + c * piece,
+                                      piece, &bar[s]);
+    }
+    for (long long n = chunks > a.slots ? chunks - a.slots : 0; n < chunks; ++n)
+      amk::gpu::mbarrier_wait_parity(&bar[n % a.slots], static_cast<uint32_t>((n / a.slots) & 1));
+    return;
+  }
+  float total = 0.0f;
+  for (long long n = 0; n < chunks; ++n) {
+    const int s = static_cast<int>(n % a.slots);
+    const bool stamp = a.timeline != nullptr && blockIdx.x == 0 && threadIdx.x == 0;
+    if (stamp) a.timeline[4 * n + 1] = amk::gpu::global_timer_ns();
+    amk::gpu::mbarrier_wait_parity(&bar[s], static_cast<uint32_t>((n / a.slots) & 1));
+    if (stamp) a.timeline[4 * n + 2] = amk::gpu::global_timer_ns();
+    if (a.consume == 1) {
+      total += consume_gemv(ring + static_cast<long long>(s) * a.slot_bytes, a.split, a.row_bytes, s_x,
+                            s_part[n & 1]);  // ends with a compute barrier after its last slot read
+    } else if (a.consume == 2) {
+      total += consume_read(ring + static_cast<long long>(s) * a.slot_bytes, a.slot_bytes);
+    }
+    if (stamp) a.timeline[4 * n + 3] = amk::gpu::global_timer_ns();
+    freed[s].arrive();
+  }
+  if (threadIdx.x == 0 && a.span != nullptr) a.span[2 * blockIdx.x + 1] = amk::gpu::global_timer_ns();
+  if (amk::gpu::lane_id() == 0 && total == 12345.0f) a.sink[blockIdx.x] = total;
+#else
+  (void)a;
+#endif  // AMK_HAVE_BULK_COPY
+}
+
+/// No ring: every warp of the block streams rows of its block's region with 16-byte loads, two
+/// rows per warp and four loads per row in flight per lane (gemv_tile_block's shape).
+__global__ void __launch_bounds__(kThreads, 1) ld_probe(ProbeArgs a) {
+  extern __shared__ float4 s_dyn[];
+  float* s_x = reinterpret_cast<float*>(s_dyn);
+  for (int k = threadIdx.x; k < a.row_bytes / 2; k += kThreads) s_x[k] = 1.0f / static_cast<float>(1 + (k & 7));
+  __syncthreads();
+  if (threadIdx.x == 0 && a.span != nullptr) a.span[2 * blockIdx.x] = amk::gpu::global_timer_ns();
+  const char* src = a.src + blockIdx.x * a.bytes_per_block;
+  const long long rows = a.bytes_per_block / a.row_bytes;
+  const int warps = kThreads / 32, warp = threadIdx.x / 32;
+  float total = 0.0f;
+  for (long long r0 = 2ll * warp; r0 < rows; r0 += 2ll * warps) {
+    const char* rowp[2] = {src + r0 * a.row_bytes, src + (r0 + 1 < rows ? r0 + 1 : rows - 1) * a.row_bytes};
+    float acc[2] = {0.0f, 0.0f};
+    amk::instructions::gemv_chunk_vec<AMK_DTYPE_BF16, 2, 4, false>(rowp, s_x, a.row_bytes / 16, acc);
+    total += amk::gpu::warp_sum(acc[0] + acc[1]);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0 && a.span != nullptr) a.span[2 * blockIdx.x + 1] = amk::gpu::global_timer_ns();
+  if ((threadIdx.x & 31) == 0 && total == 12345.0f) a.sink[blockIdx.x] = total;
+}
+
+/// Evict the probe's region from L2 by reading another buffer (a memset would leave L2 full of
+/// dirty lines, whose write-backs then share HBM with the next launch's reads: a short stream
+/// measured 30% slow for that alone).
+__global__ void read_flush(const uint4* p, size_t n, unsigned* sink) {
+  unsigned x = 0;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    x ^= p[i].x ^ p[i].w;
+  if (x == 0x12345678u) *sink = x;
+}
+
+void flush_l2(const char* flush, size_t bytes, float* sink) {
+  read_flush<<<1024, 256>>>(reinterpret_cast<const uint4*>(flush), bytes / 16, reinterpret_cast<unsigned*>(sink));
+  PROBE_CHECK(cudaGetLastError());
+}
+
+struct Config {
+  std::string kind;  // ring | ld
+  int slots = 3, slot_kib = 48, copies = 1, k = 2048, consume = 1, stagger = 0;
+};
+
+/// Block 0's average chunk, from the ring's timeline (ns): how long the compute warps waited for
+/// it, how long they took to consume it, how long after its copy was issued they saw it land, and
+/// how long the loader took to refill the slot once it was freed.
+struct Phases {
+  double wait = 0, consume = 0, issue_to_seen = 0, free_to_issue = 0;
+};
+
+Phases phases(const std::vector<unsigned long long>& t, long long chunks, int slots) {
+  Phases p;
+  long long n0 = 2ll * slots, count = 0;
+  for (long long n = n0; n < chunks; ++n, ++count) {
+    p.wait += static_cast<double>(t[4 * n + 2] - t[4 * n + 1]);
+    p.consume += static_cast<double>(t[4 * n + 3] - t[4 * n + 2]);
+    p.issue_to_seen += static_cast<double>(t[4 * n + 2] - t[4 * n]);
+    p.free_to_issue += static_cast<double>(t[4 * n]) - static_cast<double>(t[4 * (n - slots) + 3]);
+  }
+  if (count > 0) {
+    p.wait /= count;
+    p.consume /= count;
+    p.issue_to_seen /= count;
+    p.free_to_issue /= count;
+  }
+  return p;
+}
+
+/// GB/s: the median block's own rate, and the launch's (all bytes over first start to last finish).
+struct Rate {
+  double per_sm, total;
+};
+
+Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
+                  Phases* ph) {
+  ProbeArgs a{};
+  a.src = src;
+  a.slots = c.slots;
+  a.slot_bytes = c.slot_kib * 1024;
+  a.copies = c.copies;
+  a.row_bytes = c.k * 2;
+  a.consume = c.consume;
+  a.stagger = c.stagger;
+  a.sink = sink;
+  // Whole chunks of whole rows: the slot is shrunk to a multiple of the row, as the host does.
+  if (c.kind == "ring") a.slot_bytes = (a.slot_bytes / a.row_bytes) * a.row_bytes;
+  const long long unit = c.kind == "ring" ? a.slot_bytes : a.row_bytes;
+  a.split = amk::instructions::gemv_stream_split(a.slot_bytes / a.row_bytes, a.row_bytes / 16, kComputeWarps,
+                                                 amk::gpu::kWarpSize);
+  a.bytes_per_block = (kib * 1024 / unit) * unit;
+  size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4;
+  if (c.kind == "ring") smem += static_cast<size_t>(a.slots) * a.slot_bytes;
+  auto kernel = c.kind == "ring" ? ring_probe : ld_probe;
+  PROBE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  // Rates from each block's own start and finish stamps (no launch overhead in them, which
+  // matters for short streams): the median block's rate, and all bytes over the launch's span.
+  unsigned long long* d_span = nullptr;
+  PROBE_CHECK(cudaMalloc(&d_span, 2 * blocks * sizeof(unsigned long long)));
+  a.span = d_span;
+  std::vector<double> per_sm, total;
+  std::vector<unsigned long long> span(2 * blocks);
+  for (int rep = 0; rep < 4; ++rep) {
+    flush_l2(flush, flush_bytes, sink);
+    kernel<<<blocks, kThreads, smem>>>(a);
+    PROBE_CHECK(cudaDeviceSynchronize());
+    PROBE_CHECK(cudaGetLastError());
+    PROBE_CHECK(cudaMemcpy(span.data(), d_span, span.size() * sizeof(span[0]), cudaMemcpyDeviceToHost));
+    if (rep == 0) continue;  // warm-up
+    std::vector<double> rates;
+    unsigned long long lo = span[0], hi = span[1];
+    for (int b = 0; b < blocks; ++b) {
+      rates.push_back(static_cast<double>(a.bytes_per_block) / static_cast<double>(span[2 * b + 1] - span[2 * b]));
+      lo = std::min(lo, span[2 * b]);
+      hi = std::max(hi, span[2 * b + 1]);
+    }
+    std::sort(rates.begin(), rates.end());
+    per_sm.push_back(rates[rates.size() / 2]);
+    total.push_back(static_cast<double>(a.bytes_per_block) * blocks / static_cast<double>(hi - lo));
+  }
+  PROBE_CHECK(cudaFree(d_span));
+  a.span = nullptr;
+  if (ph != nullptr && c.kind == "ring") {  // once more, with the timeline
+    const long long chunks = a.bytes_per_block / a.slot_bytes;
+    unsigned long long* d_t = nullptr;
+    PROBE_CHECK(cudaMalloc(&d_t, 4 * chunks * sizeof(unsigned long long)));
+    a.timeline = d_t;
+    flush_l2(flush, flush_bytes, sink);
+    kernel<<<blocks, kThreads, smem>>>(a);
+    PROBE_CHECK(cudaDeviceSynchronize());
+    std::vector<unsigned long long> t(4 * chunks);
+    PROBE_CHECK(cudaMemcpy(t.data(), d_t, t.size() * sizeof(t[0]), cudaMemcpyDeviceToHost));
+    PROBE_CHECK(cudaFree(d_t));
+    *ph = phases(t, chunks, a.slots);
+  }
+  std::sort(per_sm.begin(), per_sm.end());
+  std::sort(total.begin(), total.end());
+  return Rate{per_sm[per_sm.size() / 2], total[total.size() / 2]};  // bytes per ns = GB/s
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long long kib = 8192;  // per block; 132 x 8 MiB = 1 GiB, far beyond L2
+  int only = -1;      // one configuration (its row, from 0), e.g. under ncu
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (s == "--kib" && i + 1 < argc) kib = std::atoll(argv[++i]);
+    else if (s == "--only" && i + 1 < argc) only = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW]\n");
+      return 2;
+    }
+  }
+  if (kib < 64) {
+    std::fprintf(stderr, "amk-stream-probe: --kib must be at least 64\n");
+    return 2;
+  }
+  int dev = 0, sms = 0, major = 0, minor = 0;
+  PROBE_CHECK(cudaGetDevice(&dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  cudaDeviceProp prop{};
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, major, minor, sms);
+  char* src = nullptr;
+  char* flush = nullptr;
+  float* sink = nullptr;
+  const size_t bytes = static_cast<size_t>(sms) * kib * 1024;
+  const size_t flush_bytes = 256u << 20;
+  PROBE_CHECK(cudaMalloc(&src, bytes));
+  PROBE_CHECK(cudaMalloc(&flush, flush_bytes));
+  PROBE_CHECK(cudaMemset(flush, 1, flush_bytes));
+  PROBE_CHECK(cudaMalloc(&sink, sms * sizeof(float)));
+  PROBE_CHECK(cudaMemset(src, 0x3c, bytes));  // bf16 ~0.0115: finite sums
+  std::vector<Config> configs;
+  if (major >= 9) {
+    configs.push_back({"ring", 3, 48, 1, 2048, 0});  // the TMA stream alone
+    configs.push_back({"ring", 2, 64, 1, 2048, 0});
+    configs.push_back({"ring", 3, 48, 4, 2048, 0});
+    configs.push_back({"ring", 3, 48, 1, 2048, 2});  // the slot reads alone
+    configs.push_back({"ring", 3, 48, 1, 2048, 0, 1});  // staggered starts
+    configs.push_back({"ring", 3, 48, 1, 2048, 1, 1});
+    for (int k : {2048, 4096, 8192, 14336}) {  // Llama-1B / 8B row lengths
+      configs.push_back({"ring", 3, 48, 1, k, 1});
+      configs.push_back({"ring", 2, 64, 1, k, 1});
+    }
+  }
+  for (int k : {2048, 8192}) configs.push_back({"ld", 0, 0, 0, k, 1});
+  // The phase columns are one SM's average chunk, in us (ring only).
+  std::printf("%-5s %5s %4s %6s %6s %-9s %9s %9s %10s | %6s %7s %12s %12s\n", "kind", "slots", "KiB", "copies", "K",
+              "consume", "1 SM GB/s", "all GB/s", "all GB/s/SM", "wait", "consume", "issue->seen", "free->issue");
+  const char* consume_names[] = {"none", "gemv", "read"};
+  for (size_t row = 0; row < configs.size(); ++row) {
+    if (only >= 0 && static_cast<size_t>(only) != row) continue;
+    const Config& c = configs[row];
+    Phases ph;
+    const double one = run_config(c, 1, kib, src, flush, flush_bytes, sink, &ph).per_sm;
+    const Rate all = run_config(c, sms, kib, src, flush, flush_bytes, sink, nullptr);
+    std::printf("%-5s %5d %4d %6d %6d %-5s%-4s %9.1f %9.0f %10.1f | %6.2f %7.2f %12.2f %12.2f\n", c.kind.c_str(), c.slots,
+                c.slot_kib, c.copies, c.k, consume_names[c.consume], c.stagger ? " stg" : "", one, all.total, all.per_sm, ph.wait * 1e-3,
+                ph.consume * 1e-3, ph.issue_to_seen * 1e-3, ph.free_to_issue * 1e-3);
+  }
+  PROBE_CHECK(cudaFree(src));
+  PROBE_CHECK(cudaFree(flush));
+  PROBE_CHECK(cudaFree(sink));
+  return 0;
+}
