@@ -313,12 +313,11 @@ class CudaExecutor final : public Executor {
   }
 
   /// The shared-memory weight ring (persistent_kernel.cu): on when the kernel was built for sm_90+
-  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles): 3 slots
-  /// of 48 KiB when the program's longest row fills a 48 KiB slot at least as well as a 64 KiB
-  /// one, else 2 of 64 KiB, or of the longest row when that is larger and two fit. Each chunk
-  /// costs a block barrier, so slots that a row size fills badly (28 KiB rows: one per 48 KiB
-  /// slot) lose; a third slot in flight wins where rows pack (docs/PERFORMANCE.md row 32, H200:
-  /// Llama-3.2-1B 2.025 -> 1.958 ms with 3 x 48; Llama-3-8B 7.86 -> 8.13 with 3 x 48, so 2 x 64).
+  /// and the program streams weights. Slots hold chunks of whole rows (not whole tiles): 2 slots of
+  /// 64 KiB, or of the longest row when that is larger and two fit. Each chunk costs the compute
+  /// warps a fixed overhead (a barrier, the row sums), so big chunks win: with the consumer of
+  /// docs/PERFORMANCE.md row 38, 2 x 64 beats 3 x 48 on every row length in amk-stream-probe and on
+  /// Llama-3.2-1B (H200: 1.834 -> 1.809 ms; 3 x 48 had won with the older consumer, row 32).
   /// AMK_RING=0 turns the ring off; AMK_RING_SLOTS=n and AMK_RING_SLOT_KIB=k override the shape.
   void choose_ring(const KernelResources& res, size_t work_bytes) {
     ring_slots_ = 0;
@@ -334,13 +333,7 @@ class CudaExecutor final : public Executor {
     }
     if (longest_row == 0) return;
     const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) - static_cast<int64_t>(work_bytes);
-    // Bytes of a slot that whole rows of the longest length fill.
-    const auto filled = [&](int64_t slot_bytes) { return slot_bytes / longest_row * longest_row; };
     int64_t slot = 64 * 1024, max_slots = 2;
-    if (longest_row <= 48 * 1024 && filled(48 * 1024) * 64 >= filled(64 * 1024) * 48 && 3 * 48 * 1024 <= room) {
-      slot = 48 * 1024;
-      max_slots = 3;
-    }
     if (const char* env = std::getenv("AMK_RING_SLOT_KIB"); env != nullptr && std::atoi(env) >= 1)
       slot = int64_t{1024} * std::atoi(env);
     else if (longest_row > slot && 2 * static_cast<int64_t>(align_up(longest_row, 128)) <= room)
@@ -352,6 +345,9 @@ class CudaExecutor final : public Executor {
     ring_slots_ = static_cast<int32_t>(slots);
     ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
+
+  /// Most weight bytes a task may stream through the ring (stream_share).
+  static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{1} << 20;
 
   /// With the ring on, whether `inst` streams its weights: then `*entry` is its share of the
   /// stream and `blob` its GemvPlan (one decode for both).
@@ -366,6 +362,15 @@ class CudaExecutor final : public Executor {
     uint64_t bytes = 0;
     instructions::gemv_weight_range(plan.mm, &src, &bytes);
     if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) return false;
+    // A task that reads more than kStreamMaxTaskBytes loads its weights itself: its plain 16-byte
+    // loads reach an SM's share of the copy bandwidth, while the ring's consumer is bounded by its
+    // per-chunk overhead, and the ring's one advantage, the bytes it fetched while the task still
+    // waited, is a small part of a big task (row 39, H200: the 1B LM head 153 -> 130 us per SM;
+    // 8B 7.24 -> 7.02 ms with gate/up and the LM head off the ring).
+    uint64_t max_bytes = kStreamMaxTaskBytes;
+    if (const char* env = std::getenv("AMK_STREAM_MAX_KIB"); env != nullptr && std::atoi(env) > 0)
+      max_bytes = uint64_t{1024} * static_cast<uint64_t>(std::atoi(env));  // a measuring knob
+    if (bytes > max_bytes) return false;
     *entry = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
     // How the compute warps share out each chunk, decided here once instead of per chunk on the
     // device: the full chunks and the last one (rows of its own).
