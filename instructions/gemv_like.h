@@ -47,6 +47,16 @@ AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t war
   return sp;
 }
 
+/// Whether chunks of `rows` rows of `row_vecs` vectors can run with `sp` (the host computed it;
+/// the device checks it once per task, guarding its shared memory): 1..kStreamRowsPerItem rows per
+/// item whose groups cover exactly the rows, segments that cover each row, and at most
+/// `max_partials` partial sums.
+AMK_HD bool gemv_stream_split_ok(const StreamSplit& sp, int64_t rows, int64_t row_vecs, int64_t max_partials) {
+  return sp.rows == rows && sp.r >= 1 && sp.r <= kStreamRowsPerItem && int64_t{sp.groups} * sp.r >= rows &&
+         int64_t{sp.groups - 1} * sp.r < rows && sp.nseg >= 1 && sp.seg_vecs >= 1 &&
+         int64_t{sp.nseg} * sp.seg_vecs >= row_vecs && rows * sp.nseg <= max_partials;
+}
+
 /// Every operand of a GEMV-like task: the tile, the prologue on x and the epilogue's addends.
 struct GemvPlan {
   MatmulArgs mm;

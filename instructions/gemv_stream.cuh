@@ -17,14 +17,6 @@ inline constexpr int kStreamPartials =
     kStreamChunkMaxRows > kStreamRowsPerItem * gpu::kMaxWarps ? static_cast<int>(kStreamChunkMaxRows)
                                                                : kStreamRowsPerItem * gpu::kMaxWarps;
 
-/// Whether the device can run chunks with `sp` (the host computed it; this only guards the
-/// shared-memory bounds): 1..kStreamRowsPerItem rows per item covering `rows`, partial sums that fit.
-AMK_DEVICE bool gemv_stream_split_ok(const StreamSplit& sp, int32_t rows, int64_t row_vecs) {
-  return sp.rows == rows && sp.r >= 1 && sp.r <= kStreamRowsPerItem && sp.groups * sp.r >= rows &&
-         (sp.groups - 1) * sp.r < rows && sp.nseg >= 1 && sp.seg_vecs >= 1 &&
-         static_cast<int64_t>(sp.nseg) * sp.seg_vecs >= row_vecs && static_cast<int64_t>(rows) * sp.nseg <= kStreamPartials;
-}
-
 /// The totals of R per-lane values over the warp, in R - 1 + log2(lanes / P) shuffles instead of
 /// R * log2(lanes) (P: R rounded up to a power of two): each butterfly step first halves the
 /// values a lane carries (the upper half of the lanes keeps the upper half of them), then sums

@@ -273,8 +273,8 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
   const int64_t n_rows = plan.mm.n_end - plan.mm.n_begin;
   if (n_rows <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
   const int64_t last_rows = n_rows - (n_rows - 1) / rows_per_chunk * rows_per_chunk;
-  if (!instructions::gemv_stream_split_ok(plan.split_full, static_cast<int32_t>(rows_per_chunk), row_vecs) ||
-      !instructions::gemv_stream_split_ok(plan.split_last, static_cast<int32_t>(last_rows), row_vecs))
+  if (!instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, row_vecs, instructions::kStreamPartials) ||
+      !instructions::gemv_stream_split_ok(plan.split_last, last_rows, row_vecs, instructions::kStreamPartials))
     return AMK_DEVERR_BAD_PARAMS;
   const float scale = instructions::gemv_stream_begin(plan, ctx);
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {

@@ -1,0 +1,63 @@
+// tests/instructions/gemv_stream_split_test.cpp: the host's split of a weight-stream chunk over the
+// compute warps (gemv_stream_split, instructions/gemv_like.h) against the rules the device relies
+// on (gemv_stream_split_ok, checked once per task before any shared-memory write) and the ones
+// that make it fast: every row covered by exactly one row group, segments of whole warp widths
+// covering each row with no empty one, no more items than warps where the rows allow it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "instructions/gemv_like.h"
+
+using amk::instructions::gemv_stream_split;
+using amk::instructions::gemv_stream_split_ok;
+using amk::instructions::kStreamChunkMaxRows;
+using amk::instructions::kStreamRowsPerItem;
+using amk::instructions::StreamSplit;
+
+namespace {
+
+// The smallest partial-sum buffer of any build (kStreamPartials is at least the chunk's row cap).
+constexpr int64_t kPartials = kStreamChunkMaxRows;
+
+}  // namespace
+
+TEST_CASE("stream split: every chunk shape the ring can carry gets a split the device accepts", "[instructions]") {
+  // CUDA: 15 compute warps of 32 lanes; HIP: 8 wavefronts of 64; and a few other shapes.
+  for (const auto& [warps, lanes] : {std::pair<int32_t, int32_t>{15, 32}, {8, 64}, {16, 32}, {1, 32}}) {
+    for (int64_t row_vecs : {1, 5, 31, 32, 33, 64, 100, 256, 512, 1024, 1792, 4096}) {
+      for (int64_t rows = 1; rows <= kStreamChunkMaxRows; ++rows) {
+        INFO("warps " << warps << " lanes " << lanes << " row_vecs " << row_vecs << " rows " << rows);
+        const StreamSplit sp = gemv_stream_split(rows, row_vecs, warps, lanes);
+        REQUIRE(gemv_stream_split_ok(sp, rows, row_vecs, kPartials));
+        CHECK(sp.r == std::min<int64_t>(rows, kStreamRowsPerItem));
+        CHECK(sp.seg_vecs % lanes == 0);                                    // whole warp widths
+        CHECK(static_cast<int64_t>(sp.nseg - 1) * sp.seg_vecs < row_vecs);  // no empty segment
+        const int64_t items = static_cast<int64_t>(sp.groups) * sp.nseg;
+        CHECK(items <= std::max<int64_t>(sp.groups, warps));  // one item per warp where rows allow
+        if (sp.groups < warps && (row_vecs + lanes - 1) / lanes >= warps / sp.groups)
+          CHECK(items > warps / 2);  // and most warps busy when the row is long enough
+      }
+    }
+  }
+}
+
+TEST_CASE("stream split: a split made for other rows or a bad shape is refused", "[instructions]") {
+  const StreamSplit sp = gemv_stream_split(12, 256, 15, 32);  // a 48 KiB chunk of 4 KiB rows
+  CHECK(sp.rows == 12);
+  CHECK(sp.r == 4);
+  CHECK(sp.groups == 3);
+  CHECK(sp.nseg == 4);       // 8 warp-widths per row, 5 warps per group: 2 widths per segment
+  CHECK(sp.seg_vecs == 64);
+  CHECK(gemv_stream_split_ok(sp, 12, 256, kPartials));
+  CHECK_FALSE(gemv_stream_split_ok(sp, 11, 256, kPartials));  // the last chunk needs its own split
+  CHECK_FALSE(gemv_stream_split_ok(sp, 12, 257, kPartials));  // segments no longer cover the row
+  CHECK_FALSE(gemv_stream_split_ok(sp, 12, 256, 47));         // 48 partial sums do not fit
+  CHECK_FALSE(gemv_stream_split_ok(StreamSplit{}, 12, 256, kPartials));  // a plan without a split
+
+  // Nothing to split: the host gets rows 0, which no chunk accepts.
+  CHECK(gemv_stream_split(0, 256, 15, 32).rows == 0);
+  CHECK(gemv_stream_split(12, 0, 15, 32).rows == 0);
+  CHECK(gemv_stream_split(12, 256, 0, 32).rows == 0);
+  CHECK(gemv_stream_split(int64_t{1} << 40, 256, 15, 32).rows == 0);
+}
