@@ -37,7 +37,6 @@ namespace {
 using amk::instructions::kComputeThreads;
 using amk::instructions::kComputeWarps;
 constexpr int kThreads = amk::instructions::kBlockThreads;
-constexpr int kMaxSlots = 8;
 
 struct ProbeArgs {
   const char* src;
@@ -90,6 +89,7 @@ __device__ float consume_read(const char* w, int chunk_bytes) {
 
 __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
 #if AMK_HAVE_BULK_COPY
+  constexpr int kMaxSlots = 8;  // the host's configurations use at most 3
   extern __shared__ float4 s_dyn[];
   __shared__ uint64_t bar[kMaxSlots];
   __shared__ amk::vm::gpuvm::StageHandoff freed[kMaxSlots];
