@@ -82,11 +82,10 @@ AMK_DEVICE void unpack16(uint4 w, float (&out)[DT == AMK_DTYPE_F32 ? 4 : 8]) {
   }
 }
 
-/// One warp: acc[r] += W_row_r[chunk] . s_x[chunk] over `nvec` 16-byte vectors per row. The rows
-/// are in global memory (streamed through the non-coherent path) or, with kShared, in the
-/// kernel's shared-memory weight ring (consecutive lanes read consecutive 16 bytes: no bank
-/// conflicts).
-template <int DT, int R, int U, bool kShared>
+/// One warp: acc[r] += W_row_r[chunk] . s_x[chunk] over `nvec` 16-byte vectors per row, the rows
+/// in global memory (streamed through the non-coherent path). Rows in the shared-memory weight
+/// ring take gemv_stream_item (gemv_stream.cuh) instead.
+template <int DT, int R, int U>
 AMK_DEVICE void gemv_chunk_vec(const char* const (&rows)[R], const float* s_x, int64_t nvec, float (&acc)[R]) {
   constexpr int kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;  // elements per 16-byte vector
   for (int64_t v0 = gpu::lane_id(); v0 < nvec; v0 += static_cast<int64_t>(gpu::kWarpSize) * U) {
@@ -96,9 +95,7 @@ AMK_DEVICE void gemv_chunk_vec(const char* const (&rows)[R], const float* s_x, i
       const int64_t idx = v0 + static_cast<int64_t>(u) * gpu::kWarpSize;
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        w[r][u] = idx >= nvec ? make_uint4(0u, 0u, 0u, 0u)
-                  : kShared   ? *reinterpret_cast<const uint4*>(rows[r] + idx * 16)
-                              : gpu::load_stream16(rows[r] + idx * 16);
+        w[r][u] = idx >= nvec ? make_uint4(0u, 0u, 0u, 0u) : gpu::load_stream16(rows[r] + idx * 16);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -220,9 +217,9 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
 #pragma unroll
           for (int i = 0; i < R; ++i) rows[i] = wbase + (n[i] * K + c0) * esize;
           const int64_t nvec = len * esize / 16;
-          if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U, false>(rows, s_x, nvec, acc);
-          else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U, false>(rows, s_x, nvec, acc);
-          else gemv_chunk_vec<AMK_DTYPE_F32, R, U, false>(rows, s_x, nvec, acc);
+          if (wdt == AMK_DTYPE_BF16) gemv_chunk_vec<AMK_DTYPE_BF16, R, U>(rows, s_x, nvec, acc);
+          else if (wdt == AMK_DTYPE_F16) gemv_chunk_vec<AMK_DTYPE_F16, R, U>(rows, s_x, nvec, acc);
+          else gemv_chunk_vec<AMK_DTYPE_F32, R, U>(rows, s_x, nvec, acc);
         } else {
           int64_t base[R];
 #pragma unroll

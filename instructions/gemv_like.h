@@ -57,6 +57,24 @@ AMK_HD bool gemv_stream_split_ok(const StreamSplit& sp, int64_t rows, int64_t ro
          int64_t{sp.nseg} * sp.seg_vecs >= row_vecs && rows * sp.nseg <= max_partials;
 }
 
+/// How a streamed task's rows fall into chunks of `chunk_bytes`: the host splits each kind of chunk
+/// (gemv_stream_split) and the device checks those splits (gemv_stream_split_ok) from the same
+/// figures. Zero rows_per_chunk when the chunk holds no whole row.
+struct StreamChunking {
+  int64_t row_vecs = 0;        ///< 16-byte vectors per row
+  int64_t rows_per_chunk = 0;  ///< rows of every chunk but the last
+  int64_t last_rows = 0;       ///< rows of the last chunk (1..rows_per_chunk)
+};
+
+AMK_HD StreamChunking gemv_stream_chunking(int64_t row_bytes, int64_t n_rows, int64_t chunk_bytes) {
+  StreamChunking c;
+  if (row_bytes <= 0 || row_bytes % 16 != 0 || n_rows <= 0 || chunk_bytes < row_bytes) return c;
+  c.row_vecs = row_bytes / 16;
+  c.rows_per_chunk = chunk_bytes / row_bytes;
+  c.last_rows = n_rows - (n_rows - 1) / c.rows_per_chunk * c.rows_per_chunk;
+  return c;
+}
+
 /// Every operand of a GEMV-like task: the tile, the prologue on x and the epilogue's addends.
 struct GemvPlan {
   MatmulArgs mm;

@@ -17,6 +17,9 @@ inline constexpr int kStreamPartials =
     kStreamChunkMaxRows > kStreamRowsPerItem * gpu::kMaxWarps ? static_cast<int>(kStreamChunkMaxRows)
                                                                : kStreamRowsPerItem * gpu::kMaxWarps;
 
+/// R rounded up to a power of two: how many lane groups warp_sum_rows spreads R totals over.
+AMK_HD constexpr int warp_sum_rows_width(int r) { return r <= 1 ? 1 : r <= 2 ? 2 : r <= 4 ? 4 : 8; }
+
 /// The totals of R per-lane values over the warp, in R - 1 + log2(lanes / P) shuffles instead of
 /// R * log2(lanes) (P: R rounded up to a power of two): each butterfly step first halves the
 /// values a lane carries (the upper half of the lanes keeps the upper half of them), then sums
@@ -24,7 +27,7 @@ inline constexpr int kStreamPartials =
 /// 2 lanes / P, ... hold rows 0, 1, 2, ...; a row >= R is padding). Fixed order: deterministic.
 template <int R>
 AMK_DEVICE float warp_sum_rows(const float (&v)[R], int* row) {
-  constexpr int P = R <= 1 ? 1 : R <= 2 ? 2 : R <= 4 ? 4 : 8;
+  constexpr int P = warp_sum_rows_width(R);
   static_assert(R <= 8 && P <= gpu::kWarpSize, "a few rows per warp");
   float a[P];
 #pragma unroll
@@ -47,10 +50,10 @@ AMK_DEVICE float warp_sum_rows(const float (&v)[R], int* row) {
   return a[0];
 }
 
-/// One item: rows [g * R, g * R + R) (clamped to the chunk: duplicate reads, never written), vectors
-/// [v0, v1) of each, against s_x; every lane's share of the R dot products in acc. 32-bit
-/// offsets throughout (a slot is at most 64 KiB): the 64-bit index arithmetic of gemv_chunk_vec
-/// doubled the instructions of this issue-bound loop.
+/// One item: rows [g * R, g * R + R) (clamped to the chunk: duplicate reads, never written),
+/// vectors [v0, v1) of each, against s_x; every lane's share of the R dot products in acc. 32-bit
+/// offsets throughout (a slot is a few hundred KiB at most): the 64-bit index arithmetic of
+/// gemv_chunk_vec doubled the instructions of this issue-bound loop.
 template <int DT, int R>
 AMK_DEVICE void gemv_stream_item(const char* w, int32_t rows, int32_t row_vecs, int32_t g, int32_t v0, int32_t v1,
                                  const float* s_x, float (&acc)[R]) {
@@ -102,7 +105,7 @@ AMK_DEVICE void gemv_stream_items(const char* w, int32_t row_vecs, const StreamS
     gemv_stream_item<DT, R>(w, sp.rows, row_vecs, g, v0, v1, s_x, acc);
     int i;
     const float total = warp_sum_rows<R>(acc, &i);
-    constexpr int P = R <= 1 ? 1 : R <= 2 ? 2 : 4;
+    constexpr int P = warp_sum_rows_width(R);
     if (gpu::lane_id() % (gpu::kWarpSize / P) == 0 && i < R && g * R + i < sp.rows) s_part[(g * R + i) * sp.nseg + seg] = total;
   }
 }

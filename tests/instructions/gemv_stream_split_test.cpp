@@ -9,6 +9,7 @@
 
 #include "instructions/gemv_like.h"
 
+using amk::instructions::gemv_stream_chunking;
 using amk::instructions::gemv_stream_split;
 using amk::instructions::gemv_stream_split_ok;
 using amk::instructions::kStreamChunkMaxRows;
@@ -60,4 +61,20 @@ TEST_CASE("stream split: a split made for other rows or a bad shape is refused",
   CHECK(gemv_stream_split(12, 0, 15, 32).rows == 0);
   CHECK(gemv_stream_split(12, 256, 0, 32).rows == 0);
   CHECK(gemv_stream_split(int64_t{1} << 40, 256, 15, 32).rows == 0);
+}
+
+TEST_CASE("stream chunking: rows per chunk and the last chunk's rows", "[instructions]") {
+  // 4 KiB rows in 64 KiB chunks: 16 per chunk; a 125-row task ends with a chunk of 13.
+  auto c = gemv_stream_chunking(4096, 125, 65536);
+  CHECK(c.row_vecs == 256);
+  CHECK(c.rows_per_chunk == 16);
+  CHECK(c.last_rows == 13);
+  c = gemv_stream_chunking(4096, 32, 65536);  // an exact multiple: the last chunk is full
+  CHECK(c.last_rows == 16);
+  c = gemv_stream_chunking(4096, 5, 65536);  // fewer rows than a chunk holds
+  CHECK(c.last_rows == 5);
+  // No whole row per chunk, rows not of 16-byte vectors, or nothing to stream: rows_per_chunk 0.
+  CHECK(gemv_stream_chunking(28672, 10, 16384).rows_per_chunk == 0);
+  CHECK(gemv_stream_chunking(4100, 10, 65536).rows_per_chunk == 0);
+  CHECK(gemv_stream_chunking(4096, 0, 65536).rows_per_chunk == 0);
 }

@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1) ld_probe(ProbeArgs a) {
   for (long long r0 = 2ll * warp; r0 < rows; r0 += 2ll * warps) {
     const char* rowp[2] = {src + r0 * a.row_bytes, src + (r0 + 1 < rows ? r0 + 1 : rows - 1) * a.row_bytes};
     float acc[2] = {0.0f, 0.0f};
-    amk::instructions::gemv_chunk_vec<AMK_DTYPE_BF16, 2, 4, false>(rowp, s_x, a.row_bytes / 16, acc);
+    amk::instructions::gemv_chunk_vec<AMK_DTYPE_BF16, 2, 4>(rowp, s_x, a.row_bytes / 16, acc);
     total += amk::gpu::warp_sum(acc[0] + acc[1]);
   }
   __syncthreads();

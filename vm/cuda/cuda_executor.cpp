@@ -342,12 +342,13 @@ class CudaExecutor final : public Executor {
       max_slots = std::min<int64_t>(gpuvm::kMaxRingSlots, std::atoi(env));
     const int64_t slots = std::min<int64_t>(max_slots, room / slot);
     if (slots < 2) return;  // one slot cannot overlap a copy with its use
+    stream_max_task_bytes_ = kStreamMaxTaskBytes;
+    if (const char* env = std::getenv("AMK_STREAM_MAX_KIB"); env != nullptr && std::atoi(env) > 0)
+      stream_max_task_bytes_ = uint64_t{1024} * static_cast<uint64_t>(std::atoi(env));  // a measuring knob
     ring_slots_ = static_cast<int32_t>(slots);
     ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
 
-  /// Most weight bytes a task may stream through the ring (stream_share).
-  static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{1} << 20;
 
   /// With the ring on, whether `inst` streams its weights: then `*entry` is its share of the
   /// stream and `blob` its GemvPlan (one decode for both).
@@ -367,19 +368,15 @@ class CudaExecutor final : public Executor {
     // per-chunk overhead, and the ring's one advantage, the bytes it fetched while the task still
     // waited, is a small part of a big task (row 39, H200: the 1B LM head 153 -> 130 us per SM;
     // 8B 7.24 -> 7.02 ms with gate/up and the LM head off the ring).
-    uint64_t max_bytes = kStreamMaxTaskBytes;
-    if (const char* env = std::getenv("AMK_STREAM_MAX_KIB"); env != nullptr && std::atoi(env) > 0)
-      max_bytes = uint64_t{1024} * static_cast<uint64_t>(std::atoi(env));  // a measuring knob
-    if (bytes > max_bytes) return false;
+    if (bytes > stream_max_task_bytes_) return false;
     *entry = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
     // How the compute warps share out each chunk, decided here once instead of per chunk on the
     // device: the full chunks and the last one (rows of its own).
-    const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
-    const int64_t rows_per_chunk = chunk / row_bytes, n_rows = plan.mm.n_end - plan.mm.n_begin;
-    const int64_t last_rows = n_rows - (n_rows - 1) / rows_per_chunk * rows_per_chunk;
-    plan.split_full = instructions::gemv_stream_split(rows_per_chunk, row_bytes / 16, instructions::kComputeWarps,
+    const instructions::StreamChunking c = instructions::gemv_stream_chunking(
+        plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8), plan.mm.n_end - plan.mm.n_begin, chunk);
+    plan.split_full = instructions::gemv_stream_split(c.rows_per_chunk, c.row_vecs, instructions::kComputeWarps,
                                                       gpu::kWarpSize);
-    plan.split_last = instructions::gemv_stream_split(last_rows, row_bytes / 16, instructions::kComputeWarps,
+    plan.split_last = instructions::gemv_stream_split(c.last_rows, c.row_vecs, instructions::kComputeWarps,
                                                       gpu::kWarpSize);
     instructions::make_plan_blob(plan, inst.op, blob);
     return true;
@@ -637,6 +634,9 @@ class CudaExecutor final : public Executor {
   TaskTiming* d_trace_ = nullptr;
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
+  /// Most weight bytes a task may stream through the ring (stream_share).
+  static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{1} << 20;
+  uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
   gpuvm::WeightStreamEntry* d_stream_ = nullptr;
   uint32_t epoch_ = 0;
   uint32_t max_producers_ = 0;

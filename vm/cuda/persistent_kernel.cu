@@ -268,13 +268,12 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
       e.chunk_bytes > static_cast<uint32_t>(ring.slot_bytes) || plan.mm.m_end - plan.mm.m_begin != 1 ||
       plan.mm.K > cap)
     return AMK_DEVERR_BAD_PARAMS;
-  const int64_t rows_per_chunk = e.chunk_bytes / row_bytes;
-  const int64_t row_vecs = row_bytes / 16;
-  const int64_t n_rows = plan.mm.n_end - plan.mm.n_begin;
-  if (n_rows <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows) return AMK_DEVERR_BAD_PARAMS;
-  const int64_t last_rows = n_rows - (n_rows - 1) / rows_per_chunk * rows_per_chunk;
-  if (!instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, row_vecs, instructions::kStreamPartials) ||
-      !instructions::gemv_stream_split_ok(plan.split_last, last_rows, row_vecs, instructions::kStreamPartials))
+  const instructions::StreamChunking ch =
+      instructions::gemv_stream_chunking(row_bytes, plan.mm.n_end - plan.mm.n_begin, e.chunk_bytes);
+  const int64_t rows_per_chunk = ch.rows_per_chunk;
+  if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
+      !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
+      !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
     return AMK_DEVERR_BAD_PARAMS;
   const float scale = instructions::gemv_stream_begin(plan, ctx);
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
