@@ -337,6 +337,10 @@ int main(int argc, char** argv) {
   }
   for (int k : {2048, 8192}) configs.push_back({"ld", 0, 0, 0, k, 1});
   // The phase columns are one SM's average chunk, in us (ring only).
+  if (only >= static_cast<int>(configs.size())) {
+    std::fprintf(stderr, "amk-stream-probe: --only %d: this device has rows 0..%zu\n", only, configs.size() - 1);
+    return 2;
+  }
   std::printf("%-5s %5s %4s %6s %6s %-9s %9s %9s %10s | %6s %7s %12s %12s\n", "kind", "slots", "KiB", "copies", "K",
               "consume", "1 SM GB/s", "all GB/s", "all GB/s/SM", "wait", "consume", "issue->seen", "free->issue");
   const char* consume_names[] = {"none", "gemv", "read"};
