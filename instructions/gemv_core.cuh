@@ -15,6 +15,24 @@
 
 namespace amk::instructions {
 
+/// The planar layout of a staged x of `len` floats (len a multiple of 8), for 2-byte weights on
+/// the weight stream: the first four of every eight elements in one plane, the last four in the
+/// other, so the x values of 16-byte weight vector v are the float4s lo[v] and hi[v]. Lanes on
+/// consecutive vectors then read consecutive 16 bytes of each plane: no bank conflicts, and no
+/// per-load swizzle arithmetic (gemv_load_x16's costs two dozen instructions per x vector).
+AMK_HD int64_t x_planar_at(int64_t k, int64_t len) {
+  return (k % 8 < 4 ? 0 : len / 2) + k / 8 * 4 + k % 4;
+}
+
+/// Store elements [k, k + 8) of a staged x (k a multiple of 8, s_x 16-byte aligned): in element
+/// order, or planar (x_planar_at). 16-byte stores either way.
+AMK_DEVICE void store_x8(float* s_x, int64_t k, int64_t len, bool planar, const float (&v)[8]) {
+  float* lo = planar ? s_x + k / 2 : s_x + k;
+  float* hi = planar ? s_x + len / 2 + k / 2 : s_x + k + 4;
+  *reinterpret_cast<float4*>(lo) = make_float4(v[0], v[1], v[2], v[3]);
+  *reinterpret_cast<float4*>(hi) = make_float4(v[4], v[5], v[6], v[7]);
+}
+
 /// The staged fp32 x values one 16-byte weight vector meets (4 for F32, 8 for BF16 / F16) from
 /// shared memory at `xs` (16-byte aligned). Eight floats are 32 bytes: with lanes 32 bytes apart,
 /// each 8-lane phase of a 16-byte shared load would hit every bank it touches twice. So a lane
@@ -144,7 +162,7 @@ AMK_DEVICE float gemv_rms_scale(const MatmulArgs& mm, int64_t r, float eps, cons
 /// s_x[k] = prologue(x[r, c0 + k]) for k < len (fp32; RMSNORM multiplies by `scale` and norm_w).
 /// Whole block; the caller synchronises before (s_x free) and after (s_x complete).
 AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tensor& aux, float scale, int64_t r,
-                             int64_t c0, int64_t len, float* s_x) {
+                             int64_t c0, int64_t len, float* s_x, bool planar = false) {
   const int64_t K = mm.K;
   const int64_t aux_at = prologue == kGemvRmsNorm ? c0 : r * K + c0;
   if (vec8_ok(mm.x, r * K + c0, len) && (prologue == kGemvPlain || vec8_ok(aux, aux_at, len))) {
@@ -157,16 +175,14 @@ AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tenso
         if (prologue == kGemvRmsNorm) v[j] = v[j] * scale * a[j];
         else if (prologue == kGemvSiluMul) v[j] = silu_mul(v[j], a[j]);
       }
-      // 16-byte stores: s_x is 16-byte aligned and k a multiple of 8 (no bank conflicts).
-      reinterpret_cast<float4*>(s_x + k)[0] = make_float4(v[0], v[1], v[2], v[3]);
-      reinterpret_cast<float4*>(s_x + k)[1] = make_float4(v[4], v[5], v[6], v[7]);
+      store_x8(s_x, k, len, planar, v);
     }
   } else {
     for (int64_t k = block_tid(); k < len; k += block_threads()) {
       float v = mm.x.load(r * K + c0 + k);
       if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
       else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
-      s_x[k] = v;
+      s_x[planar ? x_planar_at(k, len) : k] = v;
     }
   }
 }

@@ -50,23 +50,71 @@ AMK_DEVICE float warp_sum_rows(const float (&v)[R], int* row) {
   return a[0];
 }
 
+/// Where a streamed task's staged x lives: contiguous for F32 weights (a 16-byte weight vector
+/// meets 4 consecutive floats), planar for BF16 / F16 (x_planar_at: vector v meets lo[v], hi[v]).
+template <int DT>
+struct StreamX {
+  const float4* lo;
+  const float4* hi;
+  AMK_DEVICE StreamX(const float* s_x, int32_t row_vecs)
+      : lo(reinterpret_cast<const float4*>(s_x)), hi(reinterpret_cast<const float4*>(s_x) + row_vecs) {}
+  AMK_DEVICE void load(int32_t v, float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8]) const {
+    const float4 a = lo[v];
+    xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
+    if constexpr (DT != AMK_DTYPE_F32) {
+      const float4 b = hi[v];
+      xv[4] = b.x, xv[5] = b.y, xv[6] = b.z, xv[7] = b.w;
+    }
+  }
+};
+
+/// acc_even / acc_odd + the dot of one 16-byte weight vector with its x values: the products of
+/// even and odd elements go to two accumulators, so a row's chain of dependent FMAs is half as
+/// long (one warp on one row waited 4 cycles per FMA).
+template <int DT>
+AMK_DEVICE void gemv_dot16_pair(uint4 w, const float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8], float& acc_even,
+                                float& acc_odd) {
+  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+  if constexpr (DT == AMK_DTYPE_F32) {
+    acc_even = fmaf(__uint_as_float(u[0]), xv[0], acc_even);
+    acc_odd = fmaf(__uint_as_float(u[1]), xv[1], acc_odd);
+    acc_even = fmaf(__uint_as_float(u[2]), xv[2], acc_even);
+    acc_odd = fmaf(__uint_as_float(u[3]), xv[3], acc_odd);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float lo, hi;
+      if constexpr (DT == AMK_DTYPE_BF16) {
+        lo = __uint_as_float(u[i] << 16);
+        hi = __uint_as_float(u[i] & 0xffff0000u);
+      } else {
+        lo = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] & 0xffffu));
+        hi = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] >> 16));
+      }
+      acc_even = fmaf(lo, xv[2 * i], acc_even);
+      acc_odd = fmaf(hi, xv[2 * i + 1], acc_odd);
+    }
+  }
+}
+
 /// One item: rows [g * R, g * R + R) (clamped to the chunk: duplicate reads, never written),
-/// vectors [v0, v1) of each, against s_x; every lane's share of the R dot products in acc. 32-bit
-/// offsets throughout (a slot is a few hundred KiB at most): the 64-bit index arithmetic of
-/// gemv_chunk_vec doubled the instructions of this issue-bound loop.
+/// vectors [v0, v1) of each, against the staged x; every lane's share of the R dot products in
+/// acc. 32-bit offsets throughout (a slot is a few hundred KiB at most): the 64-bit index
+/// arithmetic of gemv_chunk_vec doubled the instructions of this issue-bound loop.
 template <int DT, int R>
 AMK_DEVICE void gemv_stream_item(const char* w, int32_t rows, int32_t row_vecs, int32_t g, int32_t v0, int32_t v1,
-                                 const float* s_x, float (&acc)[R]) {
+                                 const StreamX<DT>& x, float (&acc)[R]) {
   constexpr int kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;
   constexpr int U = R == 1 ? 4 : 2;  // 16-byte loads per row in flight per lane
   const char* rowp[R];
+  float odd[R];
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int32_t row = g * R + i < rows ? g * R + i : rows - 1;
     rowp[i] = w + (row * row_vecs + v0) * 16;
     acc[i] = 0.0f;
+    odd[i] = 0.0f;
   }
-  const float* xs = s_x + v0 * kEpv;
   const int32_t nvec = v1 - v0;
   for (int32_t i0 = gpu::lane_id(); i0 < nvec; i0 += gpu::kWarpSize * U) {
     uint4 wv[R][U];
@@ -82,56 +130,112 @@ AMK_DEVICE void gemv_stream_item(const char* w, int32_t rows, int32_t row_vecs, 
       const int32_t i = i0 + u * gpu::kWarpSize;
       if (i < nvec) {
         float xv[kEpv];
-        gemv_load_x16<DT>(xs + i * kEpv, xv);
+        x.load(v0 + i, xv);
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[r] = gemv_dot16<DT>(wv[r][u], xv, acc[r]);
+        for (int r = 0; r < R; ++r) gemv_dot16_pair<DT>(wv[r][u], xv, acc[r], odd[r]);
       }
     }
   }
+#pragma unroll
+  for (int i = 0; i < R; ++i) acc[i] += odd[i];
 }
 
-/// Every item of one chunk: s_part[row * sp.nseg + seg] = that row's segment sum (fixed warp
-/// assignment and summation order: deterministic). Whole block, no barrier.
-template <int DT, int R>
+/// Where gemv_stream_items puts a row's sum. Rows in segments (sp.nseg > 1) leave each segment's
+/// sum at s_part[row * nseg + seg] for the owner thread to add up after the block barrier; whole
+/// rows (nseg 1) are finished in the warp: y = sum * scale (+ bias, + residual), with the addends
+/// loaded before the row's dot products so their global latency overlaps them.
+struct StreamRowOut {
+  const GemvPlan* a;
+  int64_t n0;    ///< the chunk's first row of the tile's output
+  float scale;   ///< gemv_stream_begin's factor
+  float* s_part;
+  int32_t nseg;
+
+  struct Addends {
+    float bias = 0.0f, residual = 0.0f;
+  };
+  AMK_DEVICE Addends addends(int32_t row) const {
+    Addends d;
+    if (nseg == 1) {
+      if (a->has_bias) d.bias = a->bias.load(n0 + row);
+      if (a->has_residual) d.residual = a->residual.load(a->mm.m_begin * a->mm.n_out + n0 + row);
+    }
+    return d;
+  }
+  /// The same arithmetic, in the same order, as the owner threads of the segment path.
+  AMK_DEVICE void put(int32_t row, int32_t seg, float total, const Addends& d) const {
+    if (nseg > 1) {
+      s_part[row * nseg + seg] = total;
+      return;
+    }
+    float v = total * scale;
+    if (a->has_bias) v = v + d.bias;
+    if (a->has_residual) v = v + d.residual;
+    a->mm.y.store(a->mm.m_begin * a->mm.n_out + n0 + row, v);
+  }
+};
+
+/// This warp's items of one chunk: items first, first + warps, ... of the split's groups * nseg
+/// (the caller rotates `first` from chunk to chunk, so with whole rows the warps that had no item
+/// in one chunk take the next chunk's first ones). Each item's R row sums go to out.put() from the
+/// lane that holds them (fixed assignment and summation order: deterministic). No barrier.
+template <int DT, int R, class Out>
 AMK_DEVICE void gemv_stream_items(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
-                                  float* s_part) {
+                                  int32_t first, const Out& out) {
+  constexpr int P = warp_sum_rows_width(R);
+  // The row of the item whose total this lane ends up holding (warp_sum_rows: lanes 0, 32 / P,
+  // 2 * 32 / P, ... hold rows 0, 1, 2, ...); P or more: none.
+  const int lane = gpu::lane_id();
+  const int mine = lane % (gpu::kWarpSize / P) == 0 ? lane / (gpu::kWarpSize / P) : P;
+  const StreamX<DT> x(s_x, row_vecs);
   const int items = sp.groups * sp.nseg;
-  for (int it = gpu::warp_id(); it < items; it += compute_warps()) {
+  for (int it = first; it < items; it += compute_warps()) {
     const int g = sp.nseg == 1 ? it : it / sp.nseg;  // nseg > 1 only when items <= warps: one division
     const int seg = it - g * sp.nseg;
     const int32_t v0 = seg * sp.seg_vecs;
     const int32_t v1 = v0 + sp.seg_vecs < row_vecs ? v0 + sp.seg_vecs : row_vecs;
+    const int32_t row = g * R + mine;
+    const bool holder = mine < R && row < sp.rows;
+    typename Out::Addends add;
+    if (holder) add = out.addends(row);
     float acc[R];
-    gemv_stream_item<DT, R>(w, sp.rows, row_vecs, g, v0, v1, s_x, acc);
+    gemv_stream_item<DT, R>(w, sp.rows, row_vecs, g, v0, v1, x, acc);
     int i;
     const float total = warp_sum_rows<R>(acc, &i);
-    constexpr int P = warp_sum_rows_width(R);
-    if (gpu::lane_id() % (gpu::kWarpSize / P) == 0 && i < R && g * R + i < sp.rows) s_part[(g * R + i) * sp.nseg + seg] = total;
+    if (holder) out.put(row, seg, total, add);
   }
 }
 
 /// gemv_stream_items for the split's row count per item (`sp` passed gemv_stream_split_ok).
-template <int DT>
-AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
-                                     float* s_part) {
+template <int DT, class Out>
+AMK_DEVICE void gemv_stream_rows(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
+                                 int32_t first, const Out& out) {
   static_assert(kStreamRowsPerItem == 4, "one case per row count");
-  if (sp.r == 4) gemv_stream_items<DT, 4>(w, row_vecs, sp, s_x, s_part);
-  else if (sp.r == 3) gemv_stream_items<DT, 3>(w, row_vecs, sp, s_x, s_part);
-  else if (sp.r == 2) gemv_stream_items<DT, 2>(w, row_vecs, sp, s_x, s_part);
-  else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, s_part);
+  if (sp.r == 4) gemv_stream_items<DT, 4>(w, row_vecs, sp, s_x, first, out);
+  else if (sp.r == 3) gemv_stream_items<DT, 3>(w, row_vecs, sp, s_x, first, out);
+  else if (sp.r == 2) gemv_stream_items<DT, 2>(w, row_vecs, sp, s_x, first, out);
+  else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, first, out);
 }
 
-/// Stage prologue(x) of the plan's one row in ctx.s_work in a single pass over x, and return the
+/// Which item of a chunk this warp takes first when the chunk's first item goes to warp `base`.
+AMK_DEVICE int32_t gemv_stream_first_item(int32_t base) {
+  const int32_t first = gpu::warp_id() - base;
+  return first < 0 ? first + compute_warps() : first;
+}
+
+/// Stage prologue(x) of the plan's one row in ctx.s_work (StreamX's layout: planar for 2-byte
+/// weights) in a single pass over x, and return the
 /// factor gemv_stream_chunk applies to each row's sum: for RMSNORM the staged values are x * norm_w
 /// and the factor is 1 / rms(x), summed in the same pass (sum_k W[n,k] x[k] nw[k] / rms ==
 /// the reference's sum_k W[n,k] (x[k] / rms) nw[k] up to fp32 rounding); 1 otherwise. `plan`
 /// was decoded by the host (gemv_stream_chunk_bytes admitted it). Whole block; ends with a barrier.
 AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
   const int64_t K = a.mm.K, r = a.mm.m_begin;
+  const bool planar = a.mm.w.dtype != AMK_DTYPE_F32;  // StreamX's layout
   float* const s_x = ctx.s_work;
   compute_barrier();  // the previous task's last reads of s_work are done
   if (a.prologue != kGemvRmsNorm) {
-    gemv_stage_x(a.mm, a.prologue, a.aux, 1.0f, r, 0, K, s_x);
+    gemv_stage_x(a.mm, a.prologue, a.aux, 1.0f, r, 0, K, s_x, planar);
     compute_barrier();
     return 1.0f;
   }
@@ -146,40 +250,43 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
         ss = fmaf(v[j], v[j], ss);
         v[j] *= w[j];
       }
-      reinterpret_cast<float4*>(s_x + k)[0] = make_float4(v[0], v[1], v[2], v[3]);
-      reinterpret_cast<float4*>(s_x + k)[1] = make_float4(v[4], v[5], v[6], v[7]);
+      store_x8(s_x, k, K, planar, v);
     }
   } else {
     for (int64_t k = block_tid(); k < K; k += block_threads()) {
       const float v = a.mm.x.load(r * K + k);
       ss = fmaf(v, v, ss);
-      s_x[k] = v * a.aux.load(k);
+      s_x[planar ? x_planar_at(k, K) : k] = v * a.aux.load(k);
     }
   }
   return rms_inv(compute_sum(ss, ctx.s_red), K, a.eps);  // block_sum's barriers publish s_x
 }
 
 /// One chunk: output rows [n0, n0 + sp.rows) of the plan's tile, whose weights are `w` (shared
-/// memory, the rows of K elements back to back). The warps take the split's items, whose segment
-/// sums go to `s_part`; after the block barrier that also frees the slot, the row's owner thread
-/// adds them in order and writes y (+ bias, + residual), whose addends it loaded before the items
-/// (their global latency would otherwise hold up warp 0, and so the block, on every chunk).
-/// Whole block; `s_part` alternates between two buffers from chunk to chunk, so the next chunk's
-/// writes never race this chunk's reads.
+/// memory, the rows of K elements back to back); this warp's items start at `first`
+/// (gemv_stream_first_item). Whole rows (sp.nseg 1): each warp writes its own rows' y and returns
+/// without waiting for the others. Segments: the segment sums go to `s_part`; after the block
+/// barrier that also frees the slot, the row's owner thread adds them in order and writes y (+
+/// bias, + residual), whose addends it loaded before the items (their global latency would
+/// otherwise hold up warp 0, and so the block, on every chunk); `s_part` alternates between two
+/// buffers from chunk to chunk, so the next chunk's writes never race this chunk's reads (only the
+/// last chunk of a task may change split, so two segment chunks in a row always share this path).
 AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, const char* w, int64_t n0, float scale,
-                                  float* s_part, const DeviceCtx& ctx) {
+                                  int32_t first, float* s_part, const DeviceCtx& ctx) {
   const int32_t wdt = a.mm.w.dtype;
   const int32_t row_vecs = static_cast<int32_t>(a.mm.K / (wdt == AMK_DTYPE_F32 ? 4 : 8));
+  const StreamRowOut out{&a, n0, scale, s_part, sp.nseg};
   const int64_t r = a.mm.m_begin;
   const int t = static_cast<int>(threadIdx.x);
   float bias = 0.0f, residual = 0.0f;
-  if (t < sp.rows) {
+  if (sp.nseg > 1 && t < sp.rows) {
     if (a.has_bias) bias = a.bias.load(n0 + t);
     if (a.has_residual) residual = a.residual.load(r * a.mm.n_out + n0 + t);
   }
-  if (wdt == AMK_DTYPE_BF16) gemv_stream_partials<AMK_DTYPE_BF16>(w, row_vecs, sp, ctx.s_work, s_part);
-  else if (wdt == AMK_DTYPE_F16) gemv_stream_partials<AMK_DTYPE_F16>(w, row_vecs, sp, ctx.s_work, s_part);
-  else gemv_stream_partials<AMK_DTYPE_F32>(w, row_vecs, sp, ctx.s_work, s_part);
+  if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(w, row_vecs, sp, ctx.s_work, first, out);
+  else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(w, row_vecs, sp, ctx.s_work, first, out);
+  else gemv_stream_rows<AMK_DTYPE_F32>(w, row_vecs, sp, ctx.s_work, first, out);
+  if (sp.nseg == 1) return;
   compute_barrier();  // the slot's bytes are read and the partial sums written
   if (t < sp.rows) {  // rows <= kStreamChunkMaxRows < kComputeThreads: one row per thread
     static_assert(kStreamChunkMaxRows <= kComputeThreads, "one owner thread per row");

@@ -5,7 +5,8 @@
 # sanitizers or soak: tools/device-check.sh is the full check before a commit is called done.
 # Logs go to $OUT (else build-device/logs); a short table is printed last.
 #
-# usage: tools/device-quick.sh            env: AMK_SKIP_8B=1, AMK_SKIP_TESTS=1, AMK_DEVICE_JOBS (16)
+# usage: tools/device-quick.sh            env: AMK_SKIP_8B=1, AMK_SKIP_TESTS=1, AMK_DEVICE_JOBS (16),
+#   AMK_AB_ENV="VAR=value ..." (the benchmarks once more under those settings, same call: an A/B)
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${AMK_DEVICE_BUILD:-$ROOT/build-device}"
@@ -30,8 +31,8 @@ fi
 timeout 120 "$BUILD/tools/amk-stream-probe" >"$LOGS/stream-probe.txt" 2>&1
 R[probe]="rc=$?"
 
-bench() {  # name, model config
-  timeout 300 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/$2" --tokens 30 --json \
+bench() {  # name, model config[, env settings]
+  env ${3:-} timeout 300 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/$2" --tokens 30 --json \
     >"$LOGS/bench-$1.json" 2>"$LOGS/bench-$1.err"
   R[$1]="$(python3 -c "
 import json; j = json.load(open('$LOGS/bench-$1.json')); r = j['results'][0]
@@ -40,6 +41,11 @@ print(f\"{r['amk_ms_per_token']:.3f} ms ({r['amk_pct_of_copy_bw']:.1f}% of {j['c
 }
 bench 1b llama-3.2-1b.json
 [ "${AMK_SKIP_8B:-0}" != 1 ] && bench 8b llama-3-8b.json
+if [ -n "${AMK_AB_ENV:-}" ]; then
+  bench 1b-ab llama-3.2-1b.json "$AMK_AB_ENV"
+  [ "${AMK_SKIP_8B:-0}" != 1 ] && bench 8b-ab llama-3-8b.json "$AMK_AB_ENV"
+  bench 1b-again llama-3.2-1b.json  # drift: the default once more after the A/B
+fi
 
 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/llama-3.2-1b.json" --tokens 20 --profile \
   --trace "$LOGS/trace-1b.json" >"$LOGS/profile-1b.txt" 2>&1
@@ -50,4 +56,5 @@ head -40 "$LOGS/stages-1b.txt"
 cat "$LOGS/stream-probe.txt"
 echo "================ device-quick ================"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
-for k in build tests probe 1b 8b; do [ -n "${R[$k]+x}" ] && printf '%-8s %s\n' "$k" "${R[$k]}"; done
+[ -n "${AMK_AB_ENV:-}" ] && echo "ab: $AMK_AB_ENV"
+for k in build tests probe 1b 8b 1b-ab 8b-ab 1b-again; do [ -n "${R[$k]+x}" ] && printf '%-8s %s\n' "$k" "${R[$k]}"; done
