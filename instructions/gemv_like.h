@@ -22,11 +22,6 @@ inline constexpr int32_t kStreamRowsPerItem = 4;
 /// lane does the same work. Decided by the host (gemv_stream_split), so the device spends no
 /// integer divisions on it per chunk: the consumer is instruction-issue bound
 /// (docs/PERFORMANCE.md, the stream probe).
-///
-/// With one segment per row (nseg 1) every row is summed inside one warp, so no partial sum
-/// crosses warps and the chunk needs no block barrier: each warp stores its rows and goes on to
-/// the next chunk while others still work on this one (instructions/gemv_stream.cuh). Rows split
-/// into segments need the barrier, after which owner threads add the segments up.
 struct StreamSplit {
   int32_t rows = 0;      ///< rows in the chunk (0: no split, the task does not stream)
   int32_t r = 0;         ///< rows per item, 1..kStreamRowsPerItem
@@ -35,9 +30,9 @@ struct StreamSplit {
   int32_t seg_vecs = 0;  ///< vectors per segment, a multiple of the warp width (the last may be shorter)
 };
 
-/// The segment split of a chunk of `rows` rows of `row_vecs` vectors over `warps` warps of `lanes`
-/// lanes: as many items as there are warps where the rows allow it, never an empty segment.
-AMK_HD StreamSplit gemv_stream_split_segments(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes) {
+/// The split of a chunk of `rows` rows of `row_vecs` vectors over `warps` warps of `lanes` lanes:
+/// as many items as there are warps where the rows allow it, never an empty segment.
+AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes) {
   StreamSplit sp;
   if (rows <= 0 || row_vecs <= 0 || warps <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff) return sp;
   sp.rows = static_cast<int32_t>(rows);
@@ -50,38 +45,6 @@ AMK_HD StreamSplit gemv_stream_split_segments(int64_t rows, int64_t row_vecs, in
   sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
   sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
   return sp;
-}
-
-/// Rows per item of the whole-row split: one x load serves up to kStreamRowsPerItem rows, but
-/// each chunk should still give about half the warps an item (two chunks are in the ring at once,
-/// so together they keep every warp busy): r = rows / 8, within 1..kStreamRowsPerItem.
-inline constexpr int32_t kStreamRowsPerItemDivisor = 8;
-
-/// The whole-row split (nseg 1, no block barrier per chunk) of a chunk of `rows` rows.
-AMK_HD StreamSplit gemv_stream_split_rows(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes) {
-  StreamSplit sp;
-  if (rows <= 0 || row_vecs <= 0 || warps <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff) return sp;
-  sp.rows = static_cast<int32_t>(rows);
-  const int64_t r = rows / kStreamRowsPerItemDivisor;
-  sp.r = static_cast<int32_t>(r < 1 ? 1 : r > kStreamRowsPerItem ? kStreamRowsPerItem : r);
-  sp.groups = (sp.rows + sp.r - 1) / sp.r;
-  sp.nseg = 1;
-  sp.seg_vecs = static_cast<int32_t>((row_vecs + lanes - 1) / lanes * lanes);
-  return sp;
-}
-
-/// Fewest rows per chunk that take the whole-row split. Fewer, longer rows give each warp a long
-/// serial item while most warps wait for the next chunk: the stream probe on an H200 (row 43 of
-/// docs/PERFORMANCE.md) had whole rows ahead at 16 rows per 64 KiB chunk (K 2048) and behind at
-/// 8, 4 and 2 (K 4096, 8192, 14336), so those are cut into segments.
-inline constexpr int64_t kStreamWholeRowsMin = 16;
-
-/// The host's split of a chunk: whole rows where the chunk holds `whole_min` or more, else
-/// segments (a `whole_min` above kStreamChunkMaxRows: always segments).
-AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes,
-                                     int64_t whole_min = kStreamWholeRowsMin) {
-  return rows >= whole_min && rows >= 2 ? gemv_stream_split_rows(rows, row_vecs, warps, lanes)
-                                        : gemv_stream_split_segments(rows, row_vecs, warps, lanes);
 }
 
 /// Whether chunks of `rows` rows of `row_vecs` vectors can run with `sp` (the host computed it;

@@ -140,87 +140,37 @@ AMK_DEVICE void gemv_stream_item(const char* w, int32_t rows, int32_t row_vecs, 
   for (int i = 0; i < R; ++i) acc[i] += odd[i];
 }
 
-/// Where gemv_stream_items puts a row's sum. Rows in segments (sp.nseg > 1) leave each segment's
-/// sum at s_part[row * nseg + seg] for the owner thread to add up after the block barrier; whole
-/// rows (nseg 1) are finished in the warp: y = sum * scale (+ bias, + residual), with the addends
-/// loaded before the row's dot products so their global latency overlaps them.
-struct StreamRowOut {
-  const GemvPlan* a;
-  int64_t n0;    ///< the chunk's first row of the tile's output
-  float scale;   ///< gemv_stream_begin's factor
-  float* s_part;
-  int32_t nseg;
-
-  struct Addends {
-    float bias = 0.0f, residual = 0.0f;
-  };
-  AMK_DEVICE Addends addends(int32_t row) const {
-    Addends d;
-    if (nseg == 1) {
-      if (a->has_bias) d.bias = a->bias.load(n0 + row);
-      if (a->has_residual) d.residual = a->residual.load(a->mm.m_begin * a->mm.n_out + n0 + row);
-    }
-    return d;
-  }
-  /// The same arithmetic, in the same order, as the owner threads of the segment path.
-  AMK_DEVICE void put(int32_t row, int32_t seg, float total, const Addends& d) const {
-    if (nseg > 1) {
-      s_part[row * nseg + seg] = total;
-      return;
-    }
-    float v = total * scale;
-    if (a->has_bias) v = v + d.bias;
-    if (a->has_residual) v = v + d.residual;
-    a->mm.y.store(a->mm.m_begin * a->mm.n_out + n0 + row, v);
-  }
-};
-
-/// This warp's items of one chunk: items first, first + warps, ... of the split's groups * nseg
-/// (the caller rotates `first` from chunk to chunk, so with whole rows the warps that had no item
-/// in one chunk take the next chunk's first ones). Each item's R row sums go to out.put() from the
-/// lane that holds them (fixed assignment and summation order: deterministic). No barrier.
-template <int DT, int R, class Out>
+/// Every item of one chunk: s_part[row * sp.nseg + seg] = that row's segment sum (fixed warp
+/// assignment and summation order: deterministic). `s_x` in StreamX's layout. Whole block, no
+/// barrier.
+template <int DT, int R>
 AMK_DEVICE void gemv_stream_items(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
-                                  int32_t first, const Out& out) {
-  constexpr int P = warp_sum_rows_width(R);
-  // The row of the item whose total this lane ends up holding (warp_sum_rows: lanes 0, 32 / P,
-  // 2 * 32 / P, ... hold rows 0, 1, 2, ...); P or more: none.
-  const int lane = gpu::lane_id();
-  const int mine = lane % (gpu::kWarpSize / P) == 0 ? lane / (gpu::kWarpSize / P) : P;
+                                  float* s_part) {
   const StreamX<DT> x(s_x, row_vecs);
   const int items = sp.groups * sp.nseg;
-  for (int it = first; it < items; it += compute_warps()) {
+  for (int it = gpu::warp_id(); it < items; it += compute_warps()) {
     const int g = sp.nseg == 1 ? it : it / sp.nseg;  // nseg > 1 only when items <= warps: one division
     const int seg = it - g * sp.nseg;
     const int32_t v0 = seg * sp.seg_vecs;
     const int32_t v1 = v0 + sp.seg_vecs < row_vecs ? v0 + sp.seg_vecs : row_vecs;
-    const int32_t row = g * R + mine;
-    const bool holder = mine < R && row < sp.rows;
-    typename Out::Addends add;
-    if (holder) add = out.addends(row);
     float acc[R];
     gemv_stream_item<DT, R>(w, sp.rows, row_vecs, g, v0, v1, x, acc);
     int i;
     const float total = warp_sum_rows<R>(acc, &i);
-    if (holder) out.put(row, seg, total, add);
+    constexpr int P = warp_sum_rows_width(R);
+    if (gpu::lane_id() % (gpu::kWarpSize / P) == 0 && i < R && g * R + i < sp.rows) s_part[(g * R + i) * sp.nseg + seg] = total;
   }
 }
 
 /// gemv_stream_items for the split's row count per item (`sp` passed gemv_stream_split_ok).
-template <int DT, class Out>
-AMK_DEVICE void gemv_stream_rows(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
-                                 int32_t first, const Out& out) {
+template <int DT>
+AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const StreamSplit& sp, const float* s_x,
+                                     float* s_part) {
   static_assert(kStreamRowsPerItem == 4, "one case per row count");
-  if (sp.r == 4) gemv_stream_items<DT, 4>(w, row_vecs, sp, s_x, first, out);
-  else if (sp.r == 3) gemv_stream_items<DT, 3>(w, row_vecs, sp, s_x, first, out);
-  else if (sp.r == 2) gemv_stream_items<DT, 2>(w, row_vecs, sp, s_x, first, out);
-  else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, first, out);
-}
-
-/// Which item of a chunk this warp takes first when the chunk's first item goes to warp `base`.
-AMK_DEVICE int32_t gemv_stream_first_item(int32_t base) {
-  const int32_t first = gpu::warp_id() - base;
-  return first < 0 ? first + compute_warps() : first;
+  if (sp.r == 4) gemv_stream_items<DT, 4>(w, row_vecs, sp, s_x, s_part);
+  else if (sp.r == 3) gemv_stream_items<DT, 3>(w, row_vecs, sp, s_x, s_part);
+  else if (sp.r == 2) gemv_stream_items<DT, 2>(w, row_vecs, sp, s_x, s_part);
+  else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, s_part);
 }
 
 /// Stage prologue(x) of the plan's one row in ctx.s_work (StreamX's layout: planar for 2-byte
@@ -263,30 +213,26 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
 }
 
 /// One chunk: output rows [n0, n0 + sp.rows) of the plan's tile, whose weights are `w` (shared
-/// memory, the rows of K elements back to back); this warp's items start at `first`
-/// (gemv_stream_first_item). Whole rows (sp.nseg 1): each warp writes its own rows' y and returns
-/// without waiting for the others. Segments: the segment sums go to `s_part`; after the block
-/// barrier that also frees the slot, the row's owner thread adds them in order and writes y (+
-/// bias, + residual), whose addends it loaded before the items (their global latency would
-/// otherwise hold up warp 0, and so the block, on every chunk); `s_part` alternates between two
-/// buffers from chunk to chunk, so the next chunk's writes never race this chunk's reads (only the
-/// last chunk of a task may change split, so two segment chunks in a row always share this path).
+/// memory, the rows of K elements back to back). The warps take the split's items, whose segment
+/// sums go to `s_part`; after the block barrier that also frees the slot, the row's owner thread
+/// adds them in order and writes y (+ bias, + residual), whose addends it loaded before the items
+/// (their global latency would otherwise hold up warp 0, and so the block, on every chunk).
+/// Whole block; `s_part` alternates between two buffers from chunk to chunk, so the next chunk's
+/// writes never race this chunk's reads.
 AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, const char* w, int64_t n0, float scale,
-                                  int32_t first, float* s_part, const DeviceCtx& ctx) {
+                                  float* s_part, const DeviceCtx& ctx) {
   const int32_t wdt = a.mm.w.dtype;
   const int32_t row_vecs = static_cast<int32_t>(a.mm.K / (wdt == AMK_DTYPE_F32 ? 4 : 8));
-  const StreamRowOut out{&a, n0, scale, s_part, sp.nseg};
   const int64_t r = a.mm.m_begin;
   const int t = static_cast<int>(threadIdx.x);
   float bias = 0.0f, residual = 0.0f;
-  if (sp.nseg > 1 && t < sp.rows) {
+  if (t < sp.rows) {
     if (a.has_bias) bias = a.bias.load(n0 + t);
     if (a.has_residual) residual = a.residual.load(r * a.mm.n_out + n0 + t);
   }
-  if (wdt == AMK_DTYPE_BF16) gemv_stream_rows<AMK_DTYPE_BF16>(w, row_vecs, sp, ctx.s_work, first, out);
-  else if (wdt == AMK_DTYPE_F16) gemv_stream_rows<AMK_DTYPE_F16>(w, row_vecs, sp, ctx.s_work, first, out);
-  else gemv_stream_rows<AMK_DTYPE_F32>(w, row_vecs, sp, ctx.s_work, first, out);
-  if (sp.nseg == 1) return;
+  if (wdt == AMK_DTYPE_BF16) gemv_stream_partials<AMK_DTYPE_BF16>(w, row_vecs, sp, ctx.s_work, s_part);
+  else if (wdt == AMK_DTYPE_F16) gemv_stream_partials<AMK_DTYPE_F16>(w, row_vecs, sp, ctx.s_work, s_part);
+  else gemv_stream_partials<AMK_DTYPE_F32>(w, row_vecs, sp, ctx.s_work, s_part);
   compute_barrier();  // the slot's bytes are read and the partial sums written
   if (t < sp.rows) {  // rows <= kStreamChunkMaxRows < kComputeThreads: one row per thread
     static_assert(kStreamChunkMaxRows <= kComputeThreads, "one owner thread per row");

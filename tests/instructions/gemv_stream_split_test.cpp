@@ -2,8 +2,7 @@
 // compute warps (gemv_stream_split, instructions/gemv_like.h) against the rules the device relies
 // on (gemv_stream_split_ok, checked once per task before any shared-memory write) and the ones
 // that make it fast: every row covered by exactly one row group, segments of whole warp widths
-// covering each row with no empty one, whole rows (no block barrier) where a chunk holds two or
-// more, and for segments no more items than warps where the rows allow it.
+// covering each row with no empty one, no more items than warps where the rows allow it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,7 +14,6 @@ using amk::instructions::gemv_stream_split;
 using amk::instructions::gemv_stream_split_ok;
 using amk::instructions::kStreamChunkMaxRows;
 using amk::instructions::kStreamRowsPerItem;
-using amk::instructions::kStreamWholeRowsMin;
 using amk::instructions::StreamSplit;
 
 namespace {
@@ -31,25 +29,11 @@ TEST_CASE("stream split: every chunk shape the ring can carry gets a split the d
     for (int64_t row_vecs : {1, 5, 31, 32, 33, 64, 100, 256, 512, 1024, 1792, 4096}) {
       for (int64_t rows = 1; rows <= kStreamChunkMaxRows; ++rows) {
         INFO("warps " << warps << " lanes " << lanes << " row_vecs " << row_vecs << " rows " << rows);
-        for (const int64_t whole_min : {int64_t{2}, kStreamWholeRowsMin, kStreamChunkMaxRows + 1}) {
-          const StreamSplit sp = gemv_stream_split(rows, row_vecs, warps, lanes, whole_min);
-          REQUIRE(gemv_stream_split_ok(sp, rows, row_vecs, kPartials));
-          CHECK(sp.seg_vecs % lanes == 0);                                    // whole warp widths
-          CHECK(static_cast<int64_t>(sp.nseg - 1) * sp.seg_vecs < row_vecs);  // no empty segment
-        }
-        // Whole rows (no block barrier) where a chunk holds kStreamWholeRowsMin or more, with one x
-        // load serving up to 4 rows while a chunk still gives about half the warps an item.
-        // Fewer rows: the segment split.
-        const StreamSplit whole = gemv_stream_split(rows, row_vecs, warps, lanes);
-        const StreamSplit sp = gemv_stream_split(rows, row_vecs, warps, lanes, kStreamChunkMaxRows + 1);
-        if (rows >= kStreamWholeRowsMin) {
-          CHECK(whole.nseg == 1);
-          CHECK(whole.r == std::clamp<int64_t>(rows / 8, 1, kStreamRowsPerItem));
-        } else {
-          CHECK((whole.r == sp.r && whole.groups == sp.groups && whole.nseg == sp.nseg && whole.seg_vecs == sp.seg_vecs));
-        }
-        // Segments: as many items as warps where the rows allow it, most warps busy.
+        const StreamSplit sp = gemv_stream_split(rows, row_vecs, warps, lanes);
+        REQUIRE(gemv_stream_split_ok(sp, rows, row_vecs, kPartials));
         CHECK(sp.r == std::min<int64_t>(rows, kStreamRowsPerItem));
+        CHECK(sp.seg_vecs % lanes == 0);                                    // whole warp widths
+        CHECK(static_cast<int64_t>(sp.nseg - 1) * sp.seg_vecs < row_vecs);  // no empty segment
         const int64_t items = static_cast<int64_t>(sp.groups) * sp.nseg;
         CHECK(items <= std::max<int64_t>(sp.groups, warps));  // one item per warp where rows allow
         if (sp.groups < warps && (row_vecs + lanes - 1) / lanes >= warps / sp.groups)
@@ -60,20 +44,7 @@ TEST_CASE("stream split: every chunk shape the ring can carry gets a split the d
 }
 
 TEST_CASE("stream split: a split made for other rows or a bad shape is refused", "[instructions]") {
-  // A 64 KiB chunk of 4 KiB rows (Llama-1B's K 2048): whole rows, two per item, 8 items.
-  const StreamSplit whole = gemv_stream_split(16, 256, 15, 32);
-  CHECK(whole.r == 2);
-  CHECK(whole.groups == 8);
-  CHECK(whole.nseg == 1);
-  CHECK(whole.seg_vecs == 256);
-  CHECK(gemv_stream_split_ok(whole, 16, 256, kPartials));
-  CHECK_FALSE(gemv_stream_split_ok(whole, 17, 256, kPartials));  // a group short
-  CHECK_FALSE(gemv_stream_split_ok(whole, 16, 257, kPartials));  // the row not covered
-  // Rows of 16 KiB (K 8192), 4 to a chunk, and a lone row of 28 KiB are cut into segments.
-  CHECK(gemv_stream_split(4, 1024, 15, 32).nseg == 11);  // one group of 4 rows, 11 segments of 3 widths
-  CHECK(gemv_stream_split(1, 1792, 15, 32).nseg == 14);
-
-  const StreamSplit sp = gemv_stream_split(12, 256, 15, 32);  // a 48 KiB chunk of 4 KiB rows: segments
+  const StreamSplit sp = gemv_stream_split(12, 256, 15, 32);  // a 48 KiB chunk of 4 KiB rows
   CHECK(sp.rows == 12);
   CHECK(sp.r == 4);
   CHECK(sp.groups == 3);

@@ -9,9 +9,10 @@
 //          vm/cuda/persistent_kernel.cu). consume=none frees at once (the TMA rate alone);
 //          consume=read reads the slot's words and sums them; consume=gemv runs the megakernel's
 //          streamed-GEMV code on each chunk (instructions/gemv_stream.cuh: bf16 rows of K
-//          elements against an fp32 x in shared memory, split over the warps as the host would;
-//          gseg: forced into segments with a block barrier per chunk). "stg": each SM starts at a different
-//          chunk of its region (do simultaneous starts at the same offsets collide?).
+//          elements against an fp32 x in shared memory). "stg": each SM starts at a different
+//          chunk of its region (do simultaneous starts at the same offsets collide?). "pol": the
+//          loader also polls a global counter between refills, as the megakernel's loader polls
+//          the next task's counters (does a lane blocked on that load starve the ring?).
 //   ld     no ring: 16 warps stream rows with 16-byte loads (gemv_tile_block's inner loop,
 //          2 rows x 4 loads per lane in flight), the path tasks take without the ring.
 //
@@ -38,7 +39,6 @@ namespace {
 using amk::instructions::kComputeThreads;
 using amk::instructions::kComputeWarps;
 constexpr int kThreads = amk::instructions::kBlockThreads;
-constexpr int64_t kStreamNever = amk::instructions::kStreamChunkMaxRows + 1;  // a split's whole_min: always segments
 
 struct ProbeArgs {
   const char* src;
@@ -65,30 +65,14 @@ struct ProbeArgs {
   } while (0)
 
 #if AMK_HAVE_BULK_COPY
-/// The probe's stand-in for the megakernel's row output (instructions/gemv_stream.cuh,
-/// StreamRowOut): segment sums to s_part, whole-row sums into the lane's running total.
-struct ProbeRowOut {
-  float* s_part;
-  int32_t nseg;
-  float* total;  // this thread's running sum (keeps the arithmetic live)
-  struct Addends {};
-  __device__ Addends addends(int32_t) const { return {}; }
-  __device__ void put(int32_t row, int32_t seg, float v, const Addends&) const {
-    if (nseg > 1) s_part[row * nseg + seg] = v;
-    else *total += v;
-  }
-};
-
-/// One chunk of whole bf16 rows in shared memory, consumed by the megakernel's own code (without
-/// the plan): the host's split, this warp's items from `first`; with segments, the partial sums,
-/// the barrier and the owner threads' sums. Returns this thread's share of the row sums.
+/// One chunk of whole bf16 rows in shared memory, consumed by the megakernel's own code
+/// (gemv_stream_chunk without the plan: the host's split, the partial sums, the barrier, the owner
+/// threads' sums); returns this thread's share of the row sums.
 __device__ float consume_gemv(const char* w, const amk::instructions::StreamSplit& sp, int row_bytes,
-                              const float* s_x, float* s_part, int32_t first) {
-  float total = 0.0f;
-  amk::instructions::gemv_stream_rows<AMK_DTYPE_BF16>(w, row_bytes / 16, sp, s_x, first,
-                                                       ProbeRowOut{s_part, sp.nseg, &total});
-  if (sp.nseg == 1) return total;
+                              const float* s_x, float* s_part) {
+  amk::instructions::gemv_stream_partials<AMK_DTYPE_BF16>(w, row_bytes / 16, sp, s_x, s_part);
   amk::instructions::compute_barrier();
+  float total = 0.0f;
   if (static_cast<int>(threadIdx.x) < sp.rows)
     for (int s = 0; s < sp.nseg; ++s) total += s_part[threadIdx.x * sp.nseg + s];
   return total;
@@ -154,7 +138,6 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
     return;
   }
   float total = 0.0f;
-  int32_t base = 0;  // as run_streamed: the items rotate over the warps from chunk to chunk
   for (long long n = 0; n < chunks; ++n) {
     const int s = static_cast<int>(n % a.slots);
     const bool stamp = a.timeline != nullptr && blockIdx.x == 0 && threadIdx.x == 0;
@@ -163,8 +146,7 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
     if (stamp) a.timeline[4 * n + 2] = amk::gpu::global_timer_ns();
     if (a.consume == 1) {
       total += consume_gemv(ring + static_cast<long long>(s) * a.slot_bytes, a.split, a.row_bytes, s_x,
-                            s_part[n & 1], amk::instructions::gemv_stream_first_item(base));
-      base = (base + a.split.groups * a.split.nseg) % kComputeWarps;
+                            s_part[n & 1]);  // ends with a compute barrier after its last slot read
     } else if (a.consume == 2) {
       total += consume_read(ring + static_cast<long long>(s) * a.slot_bytes, a.slot_bytes);
     }
@@ -219,8 +201,7 @@ void flush_l2(const char* flush, size_t bytes, float* sink) {
 struct Config {
   std::string kind;  // ring | ld
   int slots = 3, slot_kib = 48, copies = 1, k = 2048, consume = 1, stagger = 0;
-  int segments = 0;  // consume=gemv: 1 the segment split, 0 whole rows wherever a chunk has 2 or more
-  int poll_ns = 0;   // the loader polls a global counter between refills, this far apart (0: never)
+  int poll_ns = 0;  // the loader polls a global counter between refills, this far apart (0: never)
 };
 
 /// Block 0's average chunk, from the ring's timeline (ns): how long the compute warps waited for
@@ -270,7 +251,7 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
   if (c.kind == "ring") a.slot_bytes = (a.slot_bytes / a.row_bytes) * a.row_bytes;
   const long long unit = c.kind == "ring" ? a.slot_bytes : a.row_bytes;
   a.split = amk::instructions::gemv_stream_split(a.slot_bytes / a.row_bytes, a.row_bytes / 16, kComputeWarps,
-                                                 amk::gpu::kWarpSize, c.segments ? kStreamNever : 2);
+                                                 amk::gpu::kWarpSize);
   a.bytes_per_block = (kib * 1024 / unit) * unit;
   size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4;
   if (c.kind == "ring") smem += static_cast<size_t>(a.slots) * a.slot_bytes;
@@ -366,14 +347,10 @@ int main(int argc, char** argv) {
     configs.push_back({"ring", 3, 48, 1, 2048, 2});  // the slot reads alone
     configs.push_back({"ring", 3, 48, 1, 2048, 0, 1});  // staggered starts
     configs.push_back({"ring", 3, 48, 1, 2048, 1, 1});
-    for (int k : {2048, 4096, 8192, 14336}) {  // Llama-1B / 8B row lengths, the ring's shape
-      configs.push_back({"ring", 2, 64, 1, k, 1});        // whole rows: no block barrier
-      configs.push_back({"ring", 2, 64, 1, k, 1, 0, 1});  // segments and a block barrier per chunk
-    }
+    for (int k : {2048, 4096, 8192, 14336}) configs.push_back({"ring", 2, 64, 1, k, 1});  // 1B / 8B rows
     // The megakernel's loader also polls the next task's counters between refills (200 ns apart).
-    configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 0, 200});
-    configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 1, 200});
-    configs.push_back({"ring", 2, 64, 1, 8192, 1, 0, 1, 200});
+    configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 200});
+    configs.push_back({"ring", 2, 64, 1, 8192, 1, 0, 200});
   }
   for (int k : {2048, 8192}) configs.push_back({"ld", 0, 0, 0, k, 1});
   // The phase columns are one SM's average chunk, in us (ring only).
@@ -383,7 +360,7 @@ int main(int argc, char** argv) {
   }
   std::printf("%-5s %5s %4s %6s %6s %-9s %9s %9s %10s | %6s %7s %12s %12s\n", "kind", "slots", "KiB", "copies", "K",
               "consume", "1 SM GB/s", "all GB/s", "all GB/s/SM", "wait", "consume", "issue->seen", "free->issue");
-  const char* consume_names[] = {"none", "gemv", "read"};  // gemv: the host's split; gseg: segments
+  const char* consume_names[] = {"none", "gemv", "read"};
   for (size_t row = 0; row < configs.size(); ++row) {
     if (only >= 0 && static_cast<size_t>(only) != row) continue;
     const Config& c = configs[row];
@@ -391,8 +368,7 @@ int main(int argc, char** argv) {
     const double one = run_config(c, 1, kib, src, flush, flush_bytes, sink, &ph).per_sm;
     const Rate all = run_config(c, sms, kib, src, flush, flush_bytes, sink, nullptr);
     std::printf("%-5s %5d %4d %6d %6d %-5s%-4s %9.1f %9.0f %10.1f | %6.2f %7.2f %12.2f %12.2f\n", c.kind.c_str(), c.slots,
-                c.slot_kib, c.copies, c.k, c.segments ? "gseg" : consume_names[c.consume],
-                c.poll_ns > 0 ? " pol" : c.stagger ? " stg" : "", one, all.total, all.per_sm, ph.wait * 1e-3,
+                c.slot_kib, c.copies, c.k, consume_names[c.consume], c.poll_ns > 0 ? " pol" : c.stagger ? " stg" : "", one, all.total, all.per_sm, ph.wait * 1e-3,
                 ph.consume * 1e-3, ph.issue_to_seen * 1e-3, ph.free_to_issue * 1e-3);
   }
   PROBE_CHECK(cudaFree(src));

@@ -345,11 +345,6 @@ class CudaExecutor final : public Executor {
     stream_max_task_bytes_ = kStreamMaxTaskBytes;
     if (const char* env = std::getenv("AMK_STREAM_MAX_KIB"); env != nullptr && std::atoi(env) > 0)
       stream_max_task_bytes_ = uint64_t{1024} * static_cast<uint64_t>(std::atoi(env));  // a measuring knob
-    // A measuring knob: the fewest rows per chunk that take the whole-row split (a large value:
-    // always segments, with a block barrier per chunk; docs/PERFORMANCE.md, row 43).
-    stream_whole_min_ = instructions::kStreamWholeRowsMin;
-    if (const char* env = std::getenv("AMK_STREAM_WHOLE_MIN"); env != nullptr && std::atoi(env) > 0)
-      stream_whole_min_ = std::atoi(env);
     ring_slots_ = static_cast<int32_t>(slots);
     ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
@@ -380,9 +375,9 @@ class CudaExecutor final : public Executor {
     const instructions::StreamChunking c = instructions::gemv_stream_chunking(
         plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8), plan.mm.n_end - plan.mm.n_begin, chunk);
     plan.split_full = instructions::gemv_stream_split(c.rows_per_chunk, c.row_vecs, instructions::kComputeWarps,
-                                                      gpu::kWarpSize, stream_whole_min_);
+                                                      gpu::kWarpSize);
     plan.split_last = instructions::gemv_stream_split(c.last_rows, c.row_vecs, instructions::kComputeWarps,
-                                                      gpu::kWarpSize, stream_whole_min_);
+                                                      gpu::kWarpSize);
     instructions::make_plan_blob(plan, inst.op, blob);
     return true;
   }
@@ -642,7 +637,6 @@ class CudaExecutor final : public Executor {
   /// Most weight bytes a task may stream through the ring (stream_share).
   static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{1} << 20;
   uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
-  int64_t stream_whole_min_ = instructions::kStreamWholeRowsMin;  ///< AMK_STREAM_WHOLE_MIN, read once by choose_ring
   gpuvm::WeightStreamEntry* d_stream_ = nullptr;
   uint32_t epoch_ = 0;
   uint32_t max_producers_ = 0;

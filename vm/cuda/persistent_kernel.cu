@@ -276,22 +276,17 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
     return AMK_DEVERR_BAD_PARAMS;
   const float scale = instructions::gemv_stream_begin(plan, ctx);
-  int32_t base = 0;  // the warp that takes the chunk's first item: the items rotate over the warps
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
-    const instructions::StreamSplit& sp = plan.mm.n_end - n0 <= rows_per_chunk ? plan.split_last : plan.split_full;
+    const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
     const int32_t c = *consumed;
-    // Every thread sees the bytes land, even one whose warp has no item here: that it landed
-    // also says the slot's previous phase of ring_free completed, so the arrival below cannot
-    // count towards it (with whole rows a warp may run a chunk ahead of the others).
-    ring.wait(c);
-    instructions::gemv_stream_chunk(plan, sp, ring.slot(c), n0, scale, instructions::gemv_stream_first_item(base),
+    ring.wait(c);  // every thread sees the bytes land
+    instructions::gemv_stream_chunk(plan, last ? plan.split_last : plan.split_full, ring.slot(c), n0, scale,
                                     part[c & 1], ctx);
-    base = (base + sp.groups * sp.nseg) % instructions::compute_warps();
     *consumed = c + 1;
     // Every compute thread releases its own reads of the slot (the phase completes with the last
-    // of them). Thread 0 alone after a block barrier orders them as well by the PTX memory model,
-    // but racecheck then reports the next bulk copy into the slot as racing the reads; per-thread
-    // arrivals cost nothing measurable (docs/PERFORMANCE.md, row 25).
+    // of them). Thread 0 alone after gemv_stream_chunk's barrier orders them as well by the PTX
+    // memory model, but racecheck then reports the next bulk copy into the slot as racing the
+    // reads; per-thread arrivals cost nothing measurable (docs/PERFORMANCE.md, row 25).
     ring_free[c % ring.slots].arrive();
   }
   return AMK_DEVERR_NONE;
