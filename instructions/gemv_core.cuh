@@ -54,6 +54,20 @@ AMK_DEVICE void gemv_load_x16(const float* xs, float (&xv)[DT == AMK_DTYPE_F32 ?
   }
 }
 
+/// The two 2-byte elements of one 32-bit word of a BF16 / F16 weight vector, as floats (element
+/// order: the low half first).
+template <int DT>
+AMK_DEVICE void unpack_pair(uint32_t u, float& lo, float& hi) {
+  static_assert(DT == AMK_DTYPE_BF16 || DT == AMK_DTYPE_F16, "2-byte weights");
+  if constexpr (DT == AMK_DTYPE_BF16) {
+    lo = __uint_as_float(u << 16);
+    hi = __uint_as_float(u & 0xffff0000u);
+  } else {
+    lo = gpu::half_bits_to_float(static_cast<uint16_t>(u & 0xffffu));
+    hi = gpu::half_bits_to_float(static_cast<uint16_t>(u >> 16));
+  }
+}
+
 /// acc + the fp32 dot of one 16-byte weight vector with its x values (gemv_load_x16).
 template <int DT>
 AMK_DEVICE float gemv_dot16(uint4 w, const float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8], float acc) {
@@ -65,13 +79,7 @@ AMK_DEVICE float gemv_dot16(uint4 w, const float (&xv)[DT == AMK_DTYPE_F32 ? 4 :
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float lo, hi;
-      if constexpr (DT == AMK_DTYPE_BF16) {
-        lo = __uint_as_float(u[i] << 16);
-        hi = __uint_as_float(u[i] & 0xffff0000u);
-      } else {
-        lo = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] & 0xffffu));
-        hi = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] >> 16));
-      }
+      unpack_pair<DT>(u[i], lo, hi);
       acc = fmaf(lo, xv[2 * i], acc);
       acc = fmaf(hi, xv[2 * i + 1], acc);
     }

@@ -84,13 +84,7 @@ AMK_DEVICE void gemv_dot16_pair(uint4 w, const float (&xv)[DT == AMK_DTYPE_F32 ?
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float lo, hi;
-      if constexpr (DT == AMK_DTYPE_BF16) {
-        lo = __uint_as_float(u[i] << 16);
-        hi = __uint_as_float(u[i] & 0xffff0000u);
-      } else {
-        lo = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] & 0xffffu));
-        hi = gpu::half_bits_to_float(static_cast<uint16_t>(u[i] >> 16));
-      }
+      unpack_pair<DT>(u[i], lo, hi);
       acc_even = fmaf(lo, xv[2 * i], acc_even);
       acc_odd = fmaf(hi, xv[2 * i + 1], acc_odd);
     }

@@ -12,7 +12,9 @@
 //          elements against an fp32 x in shared memory). "stg": each SM starts at a different
 //          chunk of its region (do simultaneous starts at the same offsets collide?). "pol": the
 //          loader also polls a global counter between refills, as the megakernel's loader polls
-//          the next task's counters (does a lane blocked on that load starve the ring?).
+//          the next task's counters (does a lane blocked on that load starve the ring?). "tsk":
+//          every N chunks the compute warps stage x from global memory first, as a megakernel
+//          task begins; "t+y": also each chunk's row sums stored to global memory (the task's y).
 //   ld     no ring: 16 warps stream rows with 16-byte loads (gemv_tile_block's inner loop,
 //          2 rows x 4 loads per lane in flight), the path tasks take without the ring.
 //
@@ -49,6 +51,9 @@ struct ProbeArgs {
   int stagger;    // 1: block b streams its chunks starting at chunk 7b (mod its count), not at 0
   amk::instructions::StreamSplit split;  // consume=gemv: how the warps share out a chunk (the host's)
   int poll_ns;    // > 0: the loader also polls a global counter every poll_ns, as the megakernel's does
+  int task_chunks;  // > 0: every task_chunks chunks the compute warps stage x from global first
+  const float* x_src;  // what they stage (K floats, the same for every block, as in the megakernel)
+  float* y_dst;        // non-null: each chunk's row sums go to global memory, one per row
   const unsigned* counter;  // what it polls (never reaches its target)
   float* sink;    // one float per block: keeps the arithmetic alive
   unsigned long long* timeline;  // block 0, per chunk: issued, wait begun, landed (seen), consumed (ns)
@@ -141,12 +146,26 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
   for (long long n = 0; n < chunks; ++n) {
     const int s = static_cast<int>(n % a.slots);
     const bool stamp = a.timeline != nullptr && blockIdx.x == 0 && threadIdx.x == 0;
+    if (a.task_chunks > 0 && n % a.task_chunks == 0) {  // a task's start: x staged from L2
+      amk::instructions::compute_barrier();  // the previous task's reads of s_x are done
+      const int K = a.row_bytes / 2;
+      for (int k = static_cast<int>(threadIdx.x) * 8; k < K; k += kComputeThreads * 8) {
+        const float4 lo = *reinterpret_cast<const float4*>(a.x_src + k);
+        const float4 hi = *reinterpret_cast<const float4*>(a.x_src + k + 4);
+        *reinterpret_cast<float4*>(s_x + k / 2) = lo;
+        *reinterpret_cast<float4*>(s_x + K / 2 + k / 2) = hi;
+      }
+      amk::instructions::compute_barrier();
+    }
     if (stamp) a.timeline[4 * n + 1] = amk::gpu::global_timer_ns();
     amk::gpu::mbarrier_wait_parity(&bar[s], static_cast<uint32_t>((n / a.slots) & 1));
     if (stamp) a.timeline[4 * n + 2] = amk::gpu::global_timer_ns();
     if (a.consume == 1) {
-      total += consume_gemv(ring + static_cast<long long>(s) * a.slot_bytes, a.split, a.row_bytes, s_x,
-                            s_part[n & 1]);  // ends with a compute barrier after its last slot read
+      const float sum = consume_gemv(ring + static_cast<long long>(s) * a.slot_bytes, a.split, a.row_bytes, s_x,
+                                     s_part[n & 1]);  // ends with a compute barrier after its last slot read
+      if (a.y_dst != nullptr && static_cast<int>(threadIdx.x) < a.split.rows)
+        a.y_dst[blockIdx.x * amk::instructions::kStreamChunkMaxRows + threadIdx.x] = sum;
+      else total += sum;
     } else if (a.consume == 2) {
       total += consume_read(ring + static_cast<long long>(s) * a.slot_bytes, a.slot_bytes);
     }
@@ -202,6 +221,8 @@ struct Config {
   std::string kind;  // ring | ld
   int slots = 3, slot_kib = 48, copies = 1, k = 2048, consume = 1, stagger = 0;
   int poll_ns = 0;  // the loader polls a global counter between refills, this far apart (0: never)
+  int task_chunks = 0;  // a megakernel-like task every this many chunks: x staged from global first
+  int store_y = 0;      // 1: each chunk's row sums stored to global memory, as the tasks' y
 };
 
 /// Block 0's average chunk, from the ring's timeline (ns): how long the compute warps waited for
@@ -245,6 +266,9 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
   a.consume = c.consume;
   a.stagger = c.stagger;
   a.poll_ns = c.poll_ns;
+  a.task_chunks = c.task_chunks;
+  a.x_src = reinterpret_cast<const float*>(flush);  // K floats of 1s' bit pattern, L2-resident after the first task
+  a.y_dst = c.store_y ? sink + blocks + 4 : nullptr;
   a.counter = reinterpret_cast<const unsigned*>(sink) + blocks;  // zeroed, past the blocks' sinks
   a.sink = sink;
   // Whole chunks of whole rows: the slot is shrunk to a multiple of the row, as the host does.
@@ -336,8 +360,10 @@ int main(int argc, char** argv) {
   PROBE_CHECK(cudaMalloc(&src, bytes));
   PROBE_CHECK(cudaMalloc(&flush, flush_bytes));
   PROBE_CHECK(cudaMemset(flush, 1, flush_bytes));
-  PROBE_CHECK(cudaMalloc(&sink, (sms + 1) * sizeof(float)));  // + the counter the "pol" rows poll
-  PROBE_CHECK(cudaMemset(sink, 0, (sms + 1) * sizeof(float)));
+  // + the counter the "pol" rows poll, then room for the y rows store
+  const size_t sink_floats = sms + 4 + static_cast<size_t>(sms) * amk::instructions::kStreamChunkMaxRows;
+  PROBE_CHECK(cudaMalloc(&sink, sink_floats * sizeof(float)));
+  PROBE_CHECK(cudaMemset(sink, 0, sink_floats * sizeof(float)));
   PROBE_CHECK(cudaMemset(src, 0x3c, bytes));  // bf16 ~0.0115: finite sums
   std::vector<Config> configs;
   if (major >= 9) {
@@ -351,6 +377,12 @@ int main(int argc, char** argv) {
     // The megakernel's loader also polls the next task's counters between refills (200 ns apart).
     configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 200});
     configs.push_back({"ring", 2, 64, 1, 8192, 1, 0, 200});
+    // The megakernel's task structure: x staged from global every 8 chunks (a 1B gate / up task)
+    // or every 2 (q / k / v), then also y stored per chunk.
+    configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 0, 8});
+    configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 0, 8, 1});
+    configs.push_back({"ring", 2, 64, 1, 2048, 1, 0, 0, 2, 1});
+    configs.push_back({"ring", 2, 64, 1, 8192, 1, 0, 0, 4, 1});
   }
   for (int k : {2048, 8192}) configs.push_back({"ld", 0, 0, 0, k, 1});
   // The phase columns are one SM's average chunk, in us (ring only).
@@ -367,8 +399,9 @@ int main(int argc, char** argv) {
     Phases ph;
     const double one = run_config(c, 1, kib, src, flush, flush_bytes, sink, &ph).per_sm;
     const Rate all = run_config(c, sms, kib, src, flush, flush_bytes, sink, nullptr);
+    const char* tag = c.poll_ns > 0 ? " pol" : c.task_chunks > 0 ? (c.store_y ? " t+y" : " tsk") : c.stagger ? " stg" : "";
     std::printf("%-5s %5d %4d %6d %6d %-5s%-4s %9.1f %9.0f %10.1f | %6.2f %7.2f %12.2f %12.2f\n", c.kind.c_str(), c.slots,
-                c.slot_kib, c.copies, c.k, consume_names[c.consume], c.poll_ns > 0 ? " pol" : c.stagger ? " stg" : "", one, all.total, all.per_sm, ph.wait * 1e-3,
+                c.slot_kib, c.copies, c.k, consume_names[c.consume], tag, one, all.total, all.per_sm, ph.wait * 1e-3,
                 ph.consume * 1e-3, ph.issue_to_seen * 1e-3, ph.free_to_issue * 1e-3);
   }
   PROBE_CHECK(cudaFree(src));
