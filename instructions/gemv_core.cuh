@@ -24,6 +24,10 @@ AMK_HD int64_t x_planar_at(int64_t k, int64_t len) {
   return (k % 8 < 4 ? 0 : len / 2) + k / 8 * 4 + k % 4;
 }
 
+/// Whether a streamed task's staged x is planar: for 2-byte weights, whose 16-byte vectors meet
+/// 8 x values (an F32 vector meets 4 consecutive ones).
+AMK_HD constexpr bool stream_x_planar(int32_t weight_dtype) { return weight_dtype != AMK_DTYPE_F32; }
+
 /// Store elements [k, k + 8) of a staged x (k a multiple of 8, s_x 16-byte aligned): in element
 /// order, or planar (x_planar_at). 16-byte stores either way.
 AMK_DEVICE void store_x8(float* s_x, int64_t k, int64_t len, bool planar, const float (&v)[8]) {

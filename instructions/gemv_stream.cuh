@@ -61,7 +61,7 @@ struct StreamX {
   AMK_DEVICE void load(int32_t v, float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8]) const {
     const float4 a = lo[v];
     xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
-    if constexpr (DT != AMK_DTYPE_F32) {
+    if constexpr (stream_x_planar(DT)) {
       const float4 b = hi[v];
       xv[4] = b.x, xv[5] = b.y, xv[6] = b.z, xv[7] = b.w;
     }
@@ -175,7 +175,7 @@ AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const Stre
 /// was decoded by the host (gemv_stream_chunk_bytes admitted it). Whole block; ends with a barrier.
 AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
   const int64_t K = a.mm.K, r = a.mm.m_begin;
-  const bool planar = a.mm.w.dtype != AMK_DTYPE_F32;  // StreamX's layout
+  const bool planar = stream_x_planar(a.mm.w.dtype);  // StreamX's layout
   float* const s_x = ctx.s_work;
   compute_barrier();  // the previous task's last reads of s_work are done
   if (a.prologue != kGemvRmsNorm) {

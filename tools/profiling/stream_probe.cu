@@ -152,8 +152,8 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
       for (int k = static_cast<int>(threadIdx.x) * 8; k < K; k += kComputeThreads * 8) {
         const float4 lo = *reinterpret_cast<const float4*>(a.x_src + k);
         const float4 hi = *reinterpret_cast<const float4*>(a.x_src + k + 4);
-        *reinterpret_cast<float4*>(s_x + k / 2) = lo;
-        *reinterpret_cast<float4*>(s_x + K / 2 + k / 2) = hi;
+        const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        amk::instructions::store_x8(s_x, k, K, true, v);  // bf16 rows: the planar layout
       }
       amk::instructions::compute_barrier();
     }

@@ -349,7 +349,6 @@ class CudaExecutor final : public Executor {
     ring_slot_bytes_ = static_cast<int32_t>(slot);
   }
 
-
   /// With the ring on, whether `inst` streams its weights: then `*entry` is its share of the
   /// stream and `blob` its GemvPlan (one decode for both).
   bool stream_share(const amk_program_t& view, const amk_instruction_t& inst, int64_t x_floats,
