@@ -68,29 +68,6 @@ struct StreamX {
   }
 };
 
-/// acc_even / acc_odd + the dot of one 16-byte weight vector with its x values: the products of
-/// even and odd elements go to two accumulators, so a row's chain of dependent FMAs is half as
-/// long (one warp on one row waited 4 cycles per FMA).
-template <int DT>
-AMK_DEVICE void gemv_dot16_pair(uint4 w, const float (&xv)[DT == AMK_DTYPE_F32 ? 4 : 8], float& acc_even,
-                                float& acc_odd) {
-  const uint32_t u[4] = {w.x, w.y, w.z, w.w};
-  if constexpr (DT == AMK_DTYPE_F32) {
-    acc_even = fmaf(__uint_as_float(u[0]), xv[0], acc_even);
-    acc_odd = fmaf(__uint_as_float(u[1]), xv[1], acc_odd);
-    acc_even = fmaf(__uint_as_float(u[2]), xv[2], acc_even);
-    acc_odd = fmaf(__uint_as_float(u[3]), xv[3], acc_odd);
-  } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      float lo, hi;
-      unpack_pair<DT>(u[i], lo, hi);
-      acc_even = fmaf(lo, xv[2 * i], acc_even);
-      acc_odd = fmaf(hi, xv[2 * i + 1], acc_odd);
-    }
-  }
-}
-
 /// One item: rows [g * R, g * R + R) (clamped to the chunk: duplicate reads, never written),
 /// vectors [v0, v1) of each, against the staged x; every lane's share of the R dot products in
 /// acc. 32-bit offsets throughout (a slot is a few hundred KiB at most): the 64-bit index
