@@ -50,9 +50,11 @@ fi
 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/llama-3.2-1b.json" --tokens 20 --profile \
   --trace "$LOGS/trace-1b.json" >"$LOGS/profile-1b.txt" 2>&1
 python3 "$ROOT/tools/profiling/trace_stages.py" "$LOGS/trace-1b.json" 100 200 >"$LOGS/stages-1b.txt" 2>&1
-rm -f "$LOGS/trace-1b.json"  # large; stages-1b.txt keeps what it says
+python3 "$ROOT/tools/profiling/chunk_timeline.py" "$LOGS/trace-1b.json" >"$LOGS/chunks-1b.txt" 2>&1
+gzip -f "$LOGS/trace-1b.json"  # ~10 MB: tar it with the logs, or delete it
 
 head -40 "$LOGS/stages-1b.txt"
+cat "$LOGS/chunks-1b.txt"
 cat "$LOGS/stream-probe.txt"
 echo "================ device-quick ================"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1

@@ -23,6 +23,22 @@ struct TaskTiming {
 };
 static_assert(sizeof(TaskTiming) == 32, "TaskTiming is shared with device code: keep it 32 bytes");
 
+/// One chunk of the sm_90 weight stream (vm/cuda/persistent_kernel.cu) in one traced launch: the
+/// loader issued its bulk copy at t_issue; the compute warps began waiting for it at t_wait, saw
+/// it landed at t_ready (= t_wait when it had landed before they looked) and had consumed it, its
+/// ring slot free again, at t_done. So t_ready - t_wait is time the arithmetic stood still for
+/// HBM, t_done - t_ready the chunk's arithmetic, and a slot's next t_issue minus this t_done the
+/// loader's refill delay. Records of chunks that were not consumed keep t_done == 0.
+struct ChunkTiming {
+  int32_t queue_slot = -1;  ///< sm_queue index of the task whose weight bytes it holds
+  uint32_t bytes = 0;
+  uint64_t t_issue = 0;
+  uint64_t t_wait = 0;
+  uint64_t t_ready = 0;
+  uint64_t t_done = 0;
+};
+static_assert(sizeof(ChunkTiming) == 40, "ChunkTiming is shared with device code: keep it 40 bytes");
+
 /// What an executor fills for one traced launch. The caller owns it and passes it through
 /// LaunchOptions::trace; the executor sizes `records` (before timing starts) to the total queue
 /// length and writes slot q for sm_queue[q].
@@ -32,6 +48,11 @@ struct LaunchTrace {
   uint64_t t_launch_begin = 0;   ///< host view of the launch, same clock as the records when possible
   uint64_t t_launch_end = 0;
   std::vector<TaskTiming> records;
+  /// The weight stream's chunks, when the launch streamed weights through a ring (else empty):
+  /// worker w's n-th chunk, in stream order, is chunks[w * chunks_per_worker + n].
+  int32_t chunks_per_worker = 0;
+  int32_t ring_slots = 0;  ///< chunk n went into ring slot n % ring_slots
+  std::vector<ChunkTiming> chunks;
 };
 
 }  // namespace amk::vm

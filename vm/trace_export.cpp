@@ -55,8 +55,41 @@ uint64_t trace_origin(const std::vector<LaunchTrace>& launches) {
     if (l.t_launch_begin != 0) origin = std::min(origin, l.t_launch_begin);
     for (const TaskTiming& r : l.records)
       if (r.t_end != 0) origin = std::min(origin, r.t_wait_begin);
+    for (const ChunkTiming& c : l.chunks)  // the loader issues chunks before the first task waits
+      if (c.t_done != 0) origin = std::min(origin, c.t_issue);
   }
   return origin == std::numeric_limits<uint64_t>::max() ? 0 : origin;
+}
+
+int chunk_track(int workers, int w) { return workers + 1 + w; }
+
+/// One "chunk" slice per consumed weight-stream chunk, from when it was seen landed to when it was
+/// consumed, on its SM's weight-stream track (docs/TRACING.md).
+template <class Us, class DurUs>
+void append_chunks(const ir::Program& program, const LaunchTrace& l, size_t step, int workers, const Us& us,
+                   const DurUs& dur_us, Json* events) {
+  if (l.chunks_per_worker <= 0) return;
+  for (size_t i = 0; i < l.chunks.size(); ++i) {
+    const ChunkTiming& c = l.chunks[i];
+    const int w = static_cast<int>(i / static_cast<size_t>(l.chunks_per_worker));
+    if (c.t_done == 0 || w >= workers || c.queue_slot < 0 || static_cast<size_t>(c.queue_slot) >= l.records.size())
+      continue;
+    const int32_t task = l.records[static_cast<size_t>(c.queue_slot)].task;
+    if (task < 0 || static_cast<size_t>(task) >= program.tasks.size()) continue;
+    Json args;
+    args["task"] = task;
+    args["label"] = program.tasks[static_cast<size_t>(task)].label;
+    const size_t n = i % static_cast<size_t>(l.chunks_per_worker);
+    args["n"] = n;
+    args["ring_slot"] = l.ring_slots > 0 ? n % static_cast<size_t>(l.ring_slots) : 0;
+    args["bytes"] = c.bytes;
+    args["step"] = step;
+    args["issue"] = us(c.t_issue);
+    args["wait_us"] = dur_us(c.t_wait, c.t_ready);
+    args["issue_to_ready_us"] = dur_us(c.t_issue, c.t_ready);
+    events->push_back(slice("chunk", "chunk", chunk_track(workers, w), us(c.t_ready), dur_us(c.t_ready, c.t_done),
+                            std::move(args)));
+  }
 }
 
 }  // namespace
@@ -77,6 +110,13 @@ Json trace_to_chrome_json(const ir::Program& program, const std::vector<LaunchTr
   }
   events.push_back(metadata("thread_name", launch_track, {{"name", "launches"}}));
   events.push_back(metadata("thread_sort_index", launch_track, {{"sort_index", launch_track}}));
+  const bool any_chunks =
+      std::any_of(launches.begin(), launches.end(), [](const LaunchTrace& l) { return !l.chunks.empty(); });
+  for (int w = 0; any_chunks && w < info.workers; ++w) {  // a weight-stream track per SM, after "launches"
+    const int tid = chunk_track(info.workers, w);
+    events.push_back(metadata("thread_name", tid, {{"name", "SM " + std::to_string(w) + " weight stream"}}));
+    events.push_back(metadata("thread_sort_index", tid, {{"sort_index", tid}}));
+  }
 
   for (size_t step = 0; step < launches.size(); ++step) {
     const LaunchTrace& l = launches[step];
@@ -106,6 +146,7 @@ Json trace_to_chrome_json(const ir::Program& program, const std::vector<LaunchTr
       events.push_back(slice(task_title(t) + " " + opcode, opcode, r.worker, us(r.t_run_begin),
                              dur_us(r.t_run_begin, r.t_end), std::move(args)));
     }
+    append_chunks(program, l, step, info.workers, us, dur_us, &events);
   }
 
   Json doc;
@@ -116,6 +157,7 @@ Json trace_to_chrome_json(const ir::Program& program, const std::vector<LaunchTr
                       {"backend", info.backend},
                       {"workers", info.workers},
                       {"launches", launches.size()},
+                      {"ring_slots", launches.empty() ? 0 : launches.front().ring_slots},
                       {"clock", launches.empty() ? std::string() : launches.front().clock}};
   return doc;
 }

@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <map>
 
 #include "gpu_harness.h"
+#include "vm/trace_export.h"
 
 using namespace amk;
 using ir::BufferKind;
@@ -125,6 +127,71 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
   Status st = gputest::compare_with_cpu(p, {});
   INFO("ring off: " << st.message());
   CHECK(st.is_ok());
+}
+
+TEST_CASE("gpu weight stream: a traced launch records every chunk in stream order, slots refilled only once consumed",
+          "[gpu][stream][trace]") {
+  gputest::require_gpu();
+  if (gputest::device_sm_major() < 9) FAIL("the weight stream exists on sm_90 builds only; this device has none");
+  ScopedEnv slots("AMK_RING_SLOTS", "3"), kib("AMK_RING_SLOT_KIB", "8");
+  const ir::Program p = mixed_stream_program();
+  auto image = gputest::load(p);
+  auto ex = vm::make_cuda_executor(*image);
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  vm::LaunchTrace tr;
+  vm::LaunchOptions lo;
+  lo.trace = &tr;
+  for (int launch = 0; launch < 2; ++launch) {  // the records are the last launch's
+    Status st = (*ex)->launch(launch, lo, nullptr);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+  }
+  REQUIRE(tr.ring_slots == 3);
+  REQUIRE(tr.chunks_per_worker > 0);
+  const amk_program_t& v = image->view();
+  REQUIRE(tr.chunks.size() == static_cast<size_t>(v.n_sms) * static_cast<size_t>(tr.chunks_per_worker));
+  // Bytes per streamed queue slot: every bf16 40-row tile (gemv, rms, silu) of K 2048 is 160 KiB,
+  // in 8 KiB chunks of 2 rows; the odd-K and f32 tiles are not streamed at 8 KiB.
+  std::map<int32_t, uint64_t> bytes_of_slot;
+  int64_t consumed = 0;
+  for (int32_t w = 0; w < v.n_sms; ++w) {
+    const vm::ChunkTiming* c = &tr.chunks[static_cast<size_t>(w) * static_cast<size_t>(tr.chunks_per_worker)];
+    int32_t n_used = 0;
+    while (n_used < tr.chunks_per_worker && c[n_used].t_done != 0) ++n_used;
+    for (int32_t n = n_used; n < tr.chunks_per_worker; ++n) CHECK(c[n].t_done == 0);  // consumed chunks come first
+    for (int32_t n = 0; n < n_used; ++n) {
+      INFO("SM " << w << " chunk " << n);
+      CHECK(c[n].bytes == 8192);
+      REQUIRE(c[n].queue_slot >= v.sm_queue_offsets[w]);
+      REQUIRE(c[n].queue_slot < v.sm_queue_offsets[w + 1]);
+      if (n > 0) CHECK(c[n].queue_slot >= c[n - 1].queue_slot);  // the stream follows the queue
+      bytes_of_slot[c[n].queue_slot] += c[n].bytes;
+      const vm::TaskTiming& task = tr.records[static_cast<size_t>(c[n].queue_slot)];
+      CHECK(c[n].t_issue <= c[n].t_ready);
+      CHECK(task.t_run_begin <= c[n].t_wait);
+      CHECK(c[n].t_wait <= c[n].t_ready);
+      CHECK(c[n].t_ready <= c[n].t_done);
+      CHECK(c[n].t_done <= task.t_end);
+      if (n >= tr.ring_slots) CHECK(c[n].t_issue >= c[n - tr.ring_slots].t_done);  // a slot is reused once consumed
+    }
+    consumed += n_used;
+  }
+  CHECK(consumed == 18 * 20);
+  CHECK(bytes_of_slot.size() == 18);
+  for (const auto& [slot, bytes] : bytes_of_slot) CHECK(bytes == 40u * 2048u * 2u);
+  // The Chrome trace shows them: one "chunk" slice per consumed chunk, on weight-stream tracks.
+  vm::TraceInfo info{"mixed stream", "cuda", v.n_sms};
+  const nlohmann::ordered_json doc = vm::trace_to_chrome_json(p, {tr}, info);
+  int64_t slices = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.value("cat", "") != "chunk") continue;
+    ++slices;
+    CHECK(e.at("tid").get<int>() > v.n_sms);
+    CHECK(e.at("args").at("bytes").get<int>() == 8192);
+  }
+  CHECK(slices == consumed);
+  CHECK(doc.at("otherData").at("ring_slots").get<int>() == 3);
 }
 
 TEST_CASE("gpu GEMV_TILE matches the CPU reference across dtypes and K", "[gpu][op:gemv_tile]") {

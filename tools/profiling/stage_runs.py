@@ -13,7 +13,7 @@ d = json.load(gzip.open(sys.argv[1]) if sys.argv[1].endswith('.gz') else open(sy
 want = set(sys.argv[2:])
 runs = collections.defaultdict(list)
 for e in d['traceEvents']:
-    if e.get('ph') != 'X' or e['cat'] in ('wait', 'launch'):
+    if e.get('ph') != 'X' or e['cat'] in ('wait', 'launch', 'chunk'):
         continue
     kind = re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', e['args']['label']))
     if not want or kind in want:

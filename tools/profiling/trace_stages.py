@@ -10,7 +10,7 @@ import re
 import sys
 
 d=json.load(gzip.open(sys.argv[1]) if sys.argv[1].endswith('.gz') else open(sys.argv[1]))
-ev=[e for e in d['traceEvents'] if e.get('ph')=='X' and e['cat'] not in ('wait','launch')]
+ev=[e for e in d['traceEvents'] if e.get('ph')=='X' and e['cat'] not in ('wait','launch','chunk')]
 st=collections.OrderedDict()
 for e in sorted(ev,key=lambda e:e['ts']):
     lab=re.sub(r'\[.*','',e['args']['label'])

@@ -48,6 +48,7 @@ class CudaExecutor final : public Executor {
     if (ev_begin_ != nullptr) (void)gpu::event_destroy(ev_begin_);
     if (ev_end_ != nullptr) (void)gpu::event_destroy(ev_end_);
     if (d_trace_ != nullptr) (void)gpu::free_device(d_trace_);
+    if (d_chunk_trace_ != nullptr) (void)gpu::free_device(d_chunk_trace_);
     if (d_arena_ != nullptr) (void)gpu::free_device(d_arena_);
     if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
     if (d_stream_ != nullptr) (void)gpu::free_device(d_stream_);
@@ -106,6 +107,8 @@ class CudaExecutor final : public Executor {
       Status t = prepare_trace();
       if (!t) return t;
       args.trace = d_trace_;
+      args.chunk_trace = d_chunk_trace_;
+      args.chunk_trace_per_worker = d_chunk_trace_ != nullptr ? chunks_per_worker_ : 0;
     }
     const auto t0 = std::chrono::steady_clock::now();
     AMK_GPU_TRY(gpu::memcpy_h2d_async(d_stage_, h_stage_, stage_bytes_, stream_));
@@ -199,6 +202,12 @@ class CudaExecutor final : public Executor {
     const size_t n = static_cast<size_t>(std::max(prog.sm_queue_offsets[prog.n_sms], 1));
     if (d_trace_ == nullptr) AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_trace_), n * sizeof(TaskTiming)));
     AMK_GPU_TRY(gpu::memset_async(d_trace_, 0, n * sizeof(TaskTiming), stream_));
+    if (args_.stream != nullptr && chunks_per_worker_ > 0) {
+      const size_t c = chunk_records();
+      if (d_chunk_trace_ == nullptr)
+        AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_chunk_trace_), c * sizeof(ChunkTiming)));
+      AMK_GPU_TRY(gpu::memset_async(d_chunk_trace_, 0, c * sizeof(ChunkTiming), stream_));
+    }
     return Status::ok();
   }
 
@@ -226,7 +235,23 @@ class CudaExecutor final : public Executor {
     }
     trace->t_launch_begin = lo == UINT64_MAX ? 0 : lo;  // the device clock has no host view
     trace->t_launch_end = hi;
+    trace->chunks.clear();
+    trace->chunks_per_worker = 0;
+    trace->ring_slots = 0;
+    if (d_chunk_trace_ != nullptr) {
+      trace->chunks.resize(chunk_records());
+      AMK_GPU_TRY(gpu::memcpy_d2h_async(trace->chunks.data(), d_chunk_trace_, trace->chunks.size() * sizeof(ChunkTiming),
+                                        stream_));
+      AMK_GPU_TRY(gpu::stream_sync(stream_));
+      trace->chunks_per_worker = chunks_per_worker_;
+      trace->ring_slots = ring_slots_;
+    }
     return Status::ok();
+  }
+
+  /// Chunk records of a traced streaming launch: chunks_per_worker_ per worker.
+  size_t chunk_records() const {
+    return static_cast<size_t>(image_.view().n_sms) * static_cast<size_t>(chunks_per_worker_);
   }
 
   /// Dynamic shared memory from the program's largest GEMV K and attention head, the prefetch
@@ -404,6 +429,16 @@ class CudaExecutor final : public Executor {
       unsigned char* blob = blobs.data() + q * blob_bytes;
       if (stream_share(view, inst, x_floats, &table[q], blob)) ++report_.streamed_tasks;
       else (void)instructions::predecode_task(view, inst, blob);  // tag -1 when it does not decode
+    }
+    // The longest worker's chunk count sizes a traced launch's chunk records.
+    chunks_per_worker_ = 0;
+    for (int32_t w = 0; ring_slots_ > 0 && w < view.n_sms; ++w) {
+      int64_t chunks = 0;
+      for (int32_t q = view.sm_queue_offsets[w]; q < view.sm_queue_offsets[w + 1]; ++q) {
+        const gpuvm::WeightStreamEntry& e = table[static_cast<size_t>(q)];
+        if (e.chunk_bytes > 0) chunks += (static_cast<int64_t>(e.bytes) + e.chunk_bytes - 1) / e.chunk_bytes;
+      }
+      chunks_per_worker_ = std::max(chunks_per_worker_, static_cast<int32_t>(std::min<int64_t>(chunks, INT32_MAX)));
     }
     // One allocation: [stream entries | blobs] (blobs 256-byte aligned; the kernel copies them
     // word by word).
@@ -631,6 +666,8 @@ class CudaExecutor final : public Executor {
   KernelArgs args_{};
   gpu::Event ev_begin_ = nullptr, ev_end_ = nullptr;
   TaskTiming* d_trace_ = nullptr;
+  ChunkTiming* d_chunk_trace_ = nullptr;  ///< a traced launch's chunk records (ring on)
+  int32_t chunks_per_worker_ = 0;         ///< the most weight-stream chunks of one worker's queue
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
   /// Most weight bytes a task may stream through the ring (stream_share).

@@ -215,6 +215,19 @@ struct StreamCursor {
   }
 };
 
+/// One worker's chunk records in a traced launch (vm/trace.h), indexed by chunk number.
+struct ChunkTrace {
+  ChunkTiming* base;  ///< nullptr: not traced
+  int32_t cap;
+
+  __device__ static ChunkTrace of(const KernelArgs& args, int worker) {
+    if (args.chunk_trace == nullptr || args.chunk_trace_per_worker <= 0) return ChunkTrace{nullptr, 0};
+    return ChunkTrace{args.chunk_trace + static_cast<int64_t>(worker) * args.chunk_trace_per_worker,
+                      args.chunk_trace_per_worker};
+  }
+  __device__ ChunkTiming* at(int32_t n) const { return base != nullptr && n < cap ? &base[n] : nullptr; }
+};
+
 /// The weight stream's producer, one loader thread: walks the table of this worker's queue slots
 /// and issues their chunks in order into the ring.
 struct StreamProducer {
@@ -222,12 +235,15 @@ struct StreamProducer {
   StageHandoff* ring_free;  ///< [slots]: phase k of slot s = chunk s + k * slots consumed
   StreamCursor copy;        ///< what the ring gets next
   int32_t issued;           ///< chunks issued so far
+  ChunkTrace trace;         ///< this worker's chunk records (traced launches)
 
-  __device__ void start(const WeightStreamEntry* t, const RingView& r, StageHandoff* free, int32_t begin, int32_t e) {
+  __device__ void start(const WeightStreamEntry* t, const RingView& r, StageHandoff* free, int32_t begin, int32_t e,
+                        const ChunkTrace& tr) {
     ring = r;
     ring_free = free;
     copy.start(t, begin, e);
     issued = 0;
+    trace = tr;
   }
 
   /// Issue chunks into every free ring slot while the queue's weights last; returns whether it
@@ -237,7 +253,13 @@ struct StreamProducer {
     while ((issued < ring.slots || ring_free[issued % ring.slots].test(static_cast<uint32_t>(issued / ring.slots - 1))) &&
            copy.more()) {
       uint32_t n;
+      const int32_t q = copy.q;
       const char* src = copy.take(&n);
+      if (ChunkTiming* rec = trace.at(issued); rec != nullptr) {
+        rec->queue_slot = q;
+        rec->bytes = n;
+        rec->t_issue = gpu::global_timer_ns();
+      }
       gpu::bulk_copy_to_shared(ring.slot(issued), src, n, ring.bar(issued));
       ++issued;
     }
@@ -260,7 +282,7 @@ struct StreamProducer {
 /// consumed chunks (every compute thread keeps the same value).
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const WeightStreamEntry& e, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
-                                int32_t* consumed, StageHandoff* ring_free) {
+                                int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
   const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
   const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
   // The host admitted the task (gemv_stream_chunk_bytes); these are this code's own limits.
@@ -279,9 +301,14 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
     const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
     const int32_t c = *consumed;
+    ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
+    if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
     ring.wait(c);  // every thread sees the bytes land
+    if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
     instructions::gemv_stream_chunk(plan, last ? plan.split_last : plan.split_full, ring.slot(c), n0, scale,
                                     part[c & 1], ctx);
+    // Past gemv_stream_chunk's barrier: every compute thread has read the slot.
+    if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
     *consumed = c + 1;
     // Every compute thread releases its own reads of the slot (the phase completes with the last
     // of them). Thread 0 alone after gemv_stream_chunk's barrier orders them as well by the PTX
@@ -379,7 +406,8 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
   Loader ld{args, s, begin, end - begin, s.prog.step->epoch};
 #if AMK_HAVE_BULK_COPY
   ld.streaming = streams(args);
-  if (lane == 0 && ld.streaming) ld.producer.start(args.stream, ring_view(args, s_dyn, s.ring_bar), s.ring_free, begin, end);
+  if (lane == 0 && ld.streaming) ld.producer.start(args.stream, ring_view(args, s_dyn, s.ring_bar), s.ring_free, begin, end,
+                                                     ChunkTrace::of(args, static_cast<int>(blockIdx.x)));
 #else
   (void)s_dyn;
 #endif  // AMK_HAVE_BULK_COPY
@@ -444,6 +472,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #if AMK_HAVE_BULK_COPY
   const RingView ring = ring_view(args, s_dyn, s.ring_bar);
   int32_t consumed = 0;  // chunks consumed by the compute warps; the same in every compute thread
+  const ChunkTrace chunk_trace = ChunkTrace::of(args, worker);
 #endif  // AMK_HAVE_BULK_COPY
   for (int32_t t = 0; t < end - begin; ++t) {
     const int32_t qi = begin + t;
@@ -471,7 +500,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         rc = ctx.blob == nullptr || ctx.blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value
                  ? AMK_DEVERR_BAD_PARAMS
                  : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), slot.entry, ctx, ring,
-                                s.part, &consumed, s.ring_free);
+                                s.part, &consumed, s.ring_free, chunk_trace);
       else
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, slot.inst, ctx);

@@ -44,6 +44,9 @@ struct KernelArgs {
   /// operands, counter wait): the schedule's pipelining_depth.
   int32_t staged_tasks;
   TaskTiming* trace;        ///< [queue length] per queue slot, or nullptr: tracing off (one branch)
+  /// [workers x chunk_trace_per_worker] the weight stream's chunks (vm/trace.h), or nullptr.
+  ChunkTiming* chunk_trace;
+  int32_t chunk_trace_per_worker;
   int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
   int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128
   /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
