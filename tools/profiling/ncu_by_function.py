@@ -33,6 +33,7 @@ def read_disasm(path):
     """{offset: [(function, mnemonic, innermost 'file:line', outermost 'file:line')]} per instruction."""
     by_offset = collections.defaultdict(list)
     section, inner, outer = "?", "?", "?"
+    in_chain = False
     sec_re = re.compile(r"^\s*\.text\.(\S+?):\s*$")
     file_re = re.compile(r'//## File "([^"]+)", line (\d+)(.*)$')
     inl_re = re.compile(r'inlined at "([^"]+)", line (\d+)')
@@ -45,10 +46,16 @@ def read_disasm(path):
                 continue
             m = file_re.search(line)
             if m:
-                inner = f"{short(m.group(1))}:{m.group(2)}"
+                # nvdisasm -gi prints the inlining chain one level per line, innermost first: the
+                # block's first line is the innermost, its last names the outermost caller.
+                here = f"{short(m.group(1))}:{m.group(2)}"
                 chain = inl_re.findall(m.group(3))
-                outer = f"{short(chain[-1][0])}:{chain[-1][1]}" if chain else inner
+                if not in_chain:
+                    inner = here
+                outer = f"{short(chain[-1][0])}:{chain[-1][1]}" if chain else here
+                in_chain = True
                 continue
+            in_chain = False
             m = ins_re.search(line)
             if m:
                 by_offset[int(m.group(1), 16)].append((section, mnemonic(m.group(2)), inner, outer))
