@@ -1,25 +1,69 @@
 // instructions/attention_combine.cuh: ATTENTION_COMBINE (18) on the device: one thread per output
-// element (head h, dim d) merges the k split-KV partials exactly as the CPU reference does, in the
-// same order: M = max m_p, w_p = exp(m_p - M) (0 for an empty partial), y = sum w_p acc_p / sum w_p l_p.
+// element (head h of the task's range, dim d) merges the k split-KV partials exactly as the CPU
+// reference does, in the same order: M = max m_p, w_p = exp(m_p - M) (0 for an empty partial),
+// y = sum w_p acc_p / sum w_p l_p.
 #pragma once
 #include "instructions/attention_combine.h"
 #include "instructions/elementwise.cuh"
 
 namespace amk::instructions {
 
+/// Every partial a contiguous F32 tensor (what the lowering emits): plain pointers, and each
+/// element's loads (m, l and acc of every partial) all issued before the first is used, so an
+/// element costs one round trip instead of one per partial. Its own function, as the other plain-
+/// pointer fast paths: the generic Tensor loads unrolled the same way grew every caller's local
+/// memory (docs/PERFORMANCE.md, rows 28 and 33).
+AMK_DEVICE_NOINLINE void attention_combine_f32(const AttentionCombineArgs& a) {
+  const int64_t hd = a.head_dim, width = hd + 2;
+  const float neg_inf = -__int_as_float(0x7f800000);
+  const float* part[AMK_MAX_INPUTS];
+#pragma unroll
+  for (int q = 0; q < AMK_MAX_INPUTS; ++q) part[q] = static_cast<const float*>(a.parts[q < a.k ? q : 0].ptr);
+  for (int64_t e = a.h_begin * hd + block_tid(); e < a.h_end * hd; e += block_threads()) {
+    const int64_t h = e / hd, d = e - h * hd, o = h * width;
+    float m[AMK_MAX_INPUTS], l[AMK_MAX_INPUTS], acc[AMK_MAX_INPUTS];
+#pragma unroll
+    for (int q = 0; q < AMK_MAX_INPUTS; ++q) {
+      if (q < a.k) {
+        m[q] = part[q][o + hd];
+        l[q] = part[q][o + hd + 1];
+        acc[q] = part[q][o + d];
+      }
+    }
+    float big_m = neg_inf;
+#pragma unroll
+    for (int q = 0; q < AMK_MAX_INPUTS; ++q)
+      if (q < a.k) big_m = fmaxf(big_m, m[q]);
+    float lsum = 0.0f, s = 0.0f;
+#pragma unroll
+    for (int q = 0; q < AMK_MAX_INPUTS; ++q) {
+      if (q < a.k) {
+        const float w = m[q] == neg_inf ? 0.0f : expf(m[q] - big_m);
+        lsum += w * l[q];
+        if (w != 0.0f) s += w * acc[q];
+      }
+    }
+    a.y.store(h * hd + d, lsum > 0.0f ? s / lsum : 0.0f);
+  }
+}
+
 /// ATTENTION_COMBINE, whole block.
 AMK_DEVICE_NOINLINE int32_t attention_combine_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   AttentionCombineArgs* const s_args = shared_args<AttentionCombineArgs>();  // decoded once per block (decode_once)
   AMK_TRY_DEV(decode_once(s_args, ctx, [&](AttentionCombineArgs* out) { return decode_attention_combine(p, inst, out); }));
   const AttentionCombineArgs& a = *s_args;
+  bool plain = true;
+  for (int32_t q = 0; q < a.k; ++q) plain = plain && a.parts[q].contiguous && a.parts[q].dtype == AMK_DTYPE_F32;
+  if (plain) {
+    attention_combine_f32(a);
+    return AMK_DEVERR_NONE;
+  }
   const int64_t hd = a.head_dim, width = hd + 2;
   const float neg_inf = -__int_as_float(0x7f800000);
-  // A load-then-use loop over a runtime count of partials: one round trip per load. Unrolling it
-  // to issue every partial's loads at once was measured slower (H100, 1B shape, max_seq 8192, 4
-  // partials: 2.47 -> 2.71 ms/token, same machine): the unrolled generic Tensor loads grew the
-  // kernel's local memory (488 -> 584 B/thread) and its local loads/stores (380 -> 496 in the
-  // SASS); docs/PERFORMANCE.md, row 28.
-  block_for(a.n_heads * hd, [&](int64_t e) {
+  // Any float dtype and layout: a load-then-use loop over a runtime count of partials, one round
+  // trip per load (measured slower unrolled with the generic loads: docs/PERFORMANCE.md, row 28).
+  block_for((a.h_end - a.h_begin) * hd, [&](int64_t i) {
+    const int64_t e = a.h_begin * hd + i;
     const int64_t h = e / hd, d = e - h * hd, o = h * width;
     float big_m = neg_inf;
     for (int32_t q = 0; q < a.k; ++q) big_m = fmaxf(big_m, a.parts[q].load(o + hd));

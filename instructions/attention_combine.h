@@ -1,7 +1,9 @@
 // instructions/attention_combine.h: ATTENTION_COMBINE (18) merges split-KV partials P_1..P_k, each
 // [H * (hd + 2)] holding [acc[hd], m, l] per head: M = max m_p, w_p = exp(m_p - M),
 // y = sum w_p acc_p / sum w_p l_p. Empty partials (m = -inf, l = 0) weigh 0; a head with no keys
-// at all yields 0. head_dim / n_heads of 0 are derived from the shapes.
+// at all yields 0. head_dim / n_heads of 0 are derived from the shapes. A task may merge only the
+// heads [n_off, n_off + N_tile) (N_tile 0: all; an amk extension, docs/OPCODES.md), so several
+// tasks on several SMs share one combine.
 #pragma once
 #include "instructions/common/tensor.h"
 
@@ -13,6 +15,7 @@ struct AttentionCombineArgs {
   Tensor y;
   int32_t k = 0;
   int64_t head_dim = 0, n_heads = 0;
+  int64_t h_begin = 0, h_end = 0;  ///< the heads this task merges
 };
 
 /// Resolve (H, hd) from the params and the shapes y = H * hd, P = H * (hd + 2). BAD_PARAMS when
@@ -38,7 +41,7 @@ AMK_HD int32_t combine_shape(int64_t y_numel, int64_t p_numel, int64_t hd, int64
   return AMK_DEVERR_NONE;
 }
 
-/// BAD_PARAMS for 2..8 partials of inconsistent shape; BAD_DTYPE for non-float operands.
+/// BAD_PARAMS for 2..8 partials of inconsistent shape or a head range outside [0, n_heads); BAD_DTYPE for non-float operands.
 AMK_HD int32_t decode_attention_combine(const amk_program_t& p, const amk_instruction_t& inst,
                                         AttentionCombineArgs* a) {
   AMK_TRY_DEV(check_arity(inst, 2, AMK_MAX_INPUTS, 1));
@@ -50,8 +53,13 @@ AMK_HD int32_t decode_attention_combine(const amk_program_t& p, const amk_instru
     AMK_TRY_DEV(require_float(a->parts[i]));
     if (a->parts[i].numel != a->parts[0].numel) return AMK_DEVERR_BAD_PARAMS;
   }
-  return combine_shape(a->y.numel, a->parts[0].numel, inst.params.head_dim, inst.params.n_heads, &a->head_dim,
-                       &a->n_heads);
+  AMK_TRY_DEV(combine_shape(a->y.numel, a->parts[0].numel, inst.params.head_dim, inst.params.n_heads, &a->head_dim,
+                            &a->n_heads));
+  const int64_t n_tile = inst.params.N_tile == 0 ? a->n_heads : inst.params.N_tile;
+  if (inst.params.n_off < 0 || n_tile < 1 || inst.params.n_off + n_tile > a->n_heads) return AMK_DEVERR_BAD_PARAMS;
+  a->h_begin = inst.params.n_off;
+  a->h_end = inst.params.n_off + n_tile;
+  return AMK_DEVERR_NONE;
 }
 
 /// CPU reference of ATTENTION_COMBINE.

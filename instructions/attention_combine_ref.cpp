@@ -15,7 +15,7 @@ int32_t attention_combine_ref(const amk_program_t& prog, const amk_instruction_t
   const float neg_inf = -std::numeric_limits<float>::infinity();
   std::vector<float> acc(static_cast<size_t>(hd));
   float w[AMK_MAX_INPUTS];
-  for (int64_t h = 0; h < a.n_heads; ++h) {
+  for (int64_t h = a.h_begin; h < a.h_end; ++h) {
     const int64_t o = h * width;
     float big_m = neg_inf;
     for (int32_t p = 0; p < a.k; ++p) big_m = std::fmax(big_m, a.parts[p].load(o + hd));

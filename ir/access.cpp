@@ -1,5 +1,6 @@
 // ir/access.cpp: the per-opcode access model of docs/OPCODES.md (whole buffers by default; tiles
-// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE and the FUSED GEMV recipes; KV_APPEND reads its cache).
+// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE, a head-tiled ATTENTION_COMBINE and the FUSED GEMV
+// recipes; KV_APPEND reads its cache).
 // Regions are exactly what the kernel touches, even when a tile lies outside its buffer: validate()
 // reports such a tile as tile.bounds, and the race analysis still sees the real footprint.
 #include "ir/access.h"
@@ -151,6 +152,28 @@ void attention_tile(Emitter& e) {
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }
 
+// A head tile [n_off, n_off + N_tile) of ATTENTION_COMBINE (an amk extension, docs/OPCODES.md):
+// reads those heads' [acc, m, l] columns of every partial and writes their columns of y. Without
+// n_off / N_tile (or without an explicit head_dim and n_heads) it reads and writes everything.
+void attention_combine(Emitter& e) {
+  const Params& p = e.task.params;
+  int64_t hd = 0, n_heads = 0;
+  if ((!p.has("n_off") && !p.has("N_tile")) || !int_param(p, "head_dim", hd) || !int_param(p, "n_heads", n_heads) ||
+      (p.has("n_off") && !p.get_int("n_off")) || (p.has("N_tile") && !p.get_int("N_tile"))) {
+    e.rest(0, true);
+    return;
+  }
+  const int64_t n_off = int_or(p, "n_off", 0);
+  const int64_t n_tile = int_or(p, "N_tile", n_heads);
+  for (size_t i = 0; i < e.task.inputs.size(); ++i) {
+    Region part = col_tile(e.in_buf(i), mul_sat(n_off, hd + 2), mul_sat(n_off + n_tile, hd + 2));
+    e.read(i, &part);
+  }
+  Region y = col_tile(e.out_buf(0), mul_sat(n_off, hd), mul_sat(n_off + n_tile, hd));
+  e.write(0, &y);
+  for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
+}
+
 void fused(Emitter& e) {
   const RecipeSpec* recipe = nullptr;
   if (auto name = e.task.params.get_string("recipe")) recipe = recipe_find(*name);
@@ -185,6 +208,7 @@ void task_accesses_append(const Program& program, const Task& task, std::vector<
     case Opcode::GemvTile: gemv_like(e, -1); break;
     case Opcode::GemmTile: gemm_tile(e); break;
     case Opcode::AttentionTile: attention_tile(e); break;
+    case Opcode::AttentionCombine: attention_combine(e); break;
     case Opcode::Fused: fused(e); break;
     default: e.rest(0, true); break;  // KV_APPEND included: it reads input 1 whole and writes it whole
   }

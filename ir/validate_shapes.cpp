@@ -134,9 +134,18 @@ void TaskShapes::combine() {
   const Buffer* y = out(0);
   if (y == nullptr || in(0) == nullptr) return;
   auto hd = p("head_dim"), nh = p("n_heads");
+  const bool tiled = task_.params.has("n_off") || task_.params.has("N_tile");
+  if (tiled && (!hd || !nh)) {  // the head tile's columns depend on them (ir/access.cpp)
+    fail("shape", "a head tile (n_off / N_tile) needs head_dim and n_heads as integers");
+    return;
+  }
   if (hd && nh) {
     expect(in(0), "numel", numel(in(0)), *nh * (*hd + 2), "n_heads * (head_dim + 2)");
     expect(y, "numel", numel(y), *nh * *hd, "n_heads * head_dim");
+    auto n_off = task_.params.has("n_off") ? p("n_off") : std::optional<int64_t>(0);
+    auto n_tile = task_.params.has("N_tile") ? p("N_tile") : nh;
+    if (tiled && n_off && n_tile && (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > *nh))
+      fail("tile.bounds", "heads [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") are not inside the " + s(*nh) + " heads");
   } else {
     const int64_t two_h = numel(in(0)) - numel(y);
     if (two_h <= 0 || two_h % 2 != 0 || numel(y) % (two_h / 2) != 0)

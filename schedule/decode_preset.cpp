@@ -43,6 +43,12 @@ int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq)
   return preset.kv_partitions > 0 ? preset.kv_partitions : std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
 }
 
+int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model) {
+  // One query head per task by default: the GQA group's heads run on separate SMs instead of one
+  // after another (attention is latency-bound at decode, not bandwidth-bound).
+  return std::clamp<int64_t>(preset.heads_per_task, 1, std::max<int64_t>(1, model.num_attention_heads));
+}
+
 std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {
   nlohmann::json j;
   j["fusion_grouping"] = nlohmann::json::array();
@@ -53,9 +59,7 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
   }
   j["sm_assignment"] = tiling.sm_assignment;
   j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, max_seq);
-  // One query head per attention task: the GQA group's heads run on separate SMs instead of one
-  // after another (attention is latency-bound at decode, not bandwidth-bound).
-  j["tiling"]["attention"]["heads_per_task"] = 1;
+  j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model);
   const int64_t h = model.hidden_size, q = model.q_dim(), inter = model.intermediate_size, kv = model.kv_dim();
   struct Proj {
     const char* name;

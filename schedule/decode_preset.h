@@ -1,7 +1,7 @@
 // schedule/decode_preset.h: the "gpu-decode" schedule preset: the ScheduleConfig that amk-bench
 // decode uses when given none, and amk-compile writes with --preset gpu-decode. Every fusion group,
 // each stage's projections cut into equal tiles per SM, stage_balance, one query head per
-// attention task, split-KV sized to max_seq. docs/PERFORMANCE.md has the measurements behind
+// attention task, split-KV sized to max_seq, the combine in head tiles. docs/PERFORMANCE.md has the measurements behind
 // each choice and docs/SCHEDULE.md the knobs it sets.
 #pragma once
 #include <cstdint>
@@ -31,6 +31,11 @@ struct DecodePreset {
   std::string sm_assignment = "stage_balance";
   /// > 0: split-KV partitions per head (1..8); 0: one per 2048 rows of max_seq, at most 4.
   int64_t kv_partitions = 0;
+  /// Query heads per attention task (clamped to [1, n_heads]). 1: each head on its own SM, which
+  /// beat a KV head's query heads sharing one pass over its K / V rows (H200, Llama-3.2-1B: 2 or 4
+  /// heads per pass held fewer loads in flight per lane and ran slower at ctx 128 and 8192;
+  /// docs/PERFORMANCE.md, row 56).
+  int64_t heads_per_task = 1;
   /// Fusion groups left out, each as its comma-separated op names in any order ("rope,kv_append"):
   /// a fusion's gain measured in the same run as the default (amk-bench --drop-fusion).
   std::vector<std::string> drop_fusion;
@@ -41,6 +46,9 @@ bool is_builtin_fusion_group(const std::string& text);
 
 /// The split-KV partitions per head the preset gives a KV cache of `max_seq` rows.
 int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq);
+
+/// The query heads per attention task the preset gives `model`.
+int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model);
 
 /// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on a target with `num_sms`
 /// SMs (>= 1) and a KV cache of `max_seq` rows.

@@ -70,7 +70,7 @@ void emit_rope_append(LowerContext& c, const std::string& label, ir::BufferId x,
 }
 
 // Head groups x KV partitions. With P > 1 each partition writes F32 {acc, m, l} partials into
-// its own buffer and one ATTENTION_COMBINE (next stage) merges them into `out`.
+// its own buffer and ATTENTION_COMBINE tasks (next stage, one per head group) merge them into `out`.
 void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::BufferId k_cache,
                     ir::BufferId v_cache, ir::BufferId out) {
   const ModelConfig& m = c.model;
@@ -108,13 +108,20 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
     }
   }
   if (!split) return;
+  // One combine task per attention head group (n_off / N_tile), so the merge spreads over SMs
+  // instead of one SM reading every partial of the layer.
   c.b.begin_stage(P + " attn_combine");
-  ir::Params prm;
-  prm.set("head_dim", hd);
-  prm.set("n_heads", m.num_attention_heads);
-  const Cost cost = cost_combine(parts, m.num_attention_heads, hd, c.dtype);
-  c.b.add_task(ir::Opcode::AttentionCombine, partials, {out}, std::move(prm), P + ".attn_combine", cost.bytes,
-               cost.flops);
+  for (const Span& heads : spans_cover(m.num_attention_heads, c.tiling.heads_per_task)) {
+    ir::Params prm;
+    prm.set("head_dim", hd);
+    prm.set("n_heads", m.num_attention_heads);
+    prm.set("n_off", heads.off);
+    prm.set("N_tile", heads.len);
+    const Cost cost = cost_combine(parts, heads.len, hd, c.dtype);
+    c.b.add_task(ir::Opcode::AttentionCombine, partials, {out}, std::move(prm),
+                 P + ".attn_combine[h" + std::to_string(heads.off) + ":" + std::to_string(heads.off + heads.len) + "]",
+                 cost.bytes, cost.flops);
+  }
 }
 
 void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeights& w) {

@@ -254,6 +254,11 @@ int main(int argc, char** argv) {
                        "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, at most 4)")
           ->check(CLI::Range(0, 8))
           ->capture_default_str(),
+      decode
+          ->add_option("--heads-per-task", dopt.tiling.heads_per_task,
+                       "built-in schedule: query heads per attention task")
+          ->check(CLI::Range(1, 1024))
+          ->capture_default_str(),
       decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
                          "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)"),
   };

@@ -1,6 +1,6 @@
 // tests/gpu/attention_gpu_test.cpp: ATTENTION_TILE (GQA 1/4/8, head_dim 64/128, bias, STEP_KV
-// windows) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE on another worker,
-// including an empty partition, against the CPU reference.
+// windows short and long) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE (whole, and in head
+// tiles on other workers), including an empty partition, against the CPU reference.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
@@ -52,6 +52,42 @@ TEST_CASE("gpu ATTENTION_TILE matches the CPU reference (GQA, head_dim, dtypes)"
   }
 }
 
+TEST_CASE("gpu ATTENTION_TILE long windows match the CPU reference", "[gpu][op:attention_tile]") {
+  gputest::require_gpu();
+  // 512 and 1101 keys: many load rounds per warp (120 keys a round at head_dim 128 in bf16), the
+  // last one partial, for each 16-byte dtype.
+  for (int64_t hd : {int64_t{64}, int64_t{128}}) {
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+      for (int32_t pos : {int32_t{511}, int32_t{1100}}) {
+        const int64_t n_kv = 2, n_heads = 8, S = 1200;
+        INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " pos " << pos);
+        gputest::ProgramBuilder b;
+        const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
+        const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+        const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+        const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
+        for (int t = 0; t < 2; ++t) {
+          ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {out}, t, "attn.h" + std::to_string(t));
+          a.params.set("head_dim", hd);
+          a.params.set("n_heads", n_heads);
+          a.params.set("n_kv_heads", n_kv);
+          a.params.set("kv_start", int64_t{0});
+          a.params.set("kv_len", S);
+          a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
+          a.params.set("n_off", t * n_heads / 2);
+          a.params.set("N_tile", n_heads / 2);
+          a.params.set("flags", ir::kFlagStepKv);
+        }
+        gputest::CompareOptions o;
+        o.pos = pos;
+        Status st = gputest::compare_with_cpu(b.p, o);
+        INFO(st.message());
+        CHECK(st.is_ok());
+      }
+    }
+  }
+}
+
 TEST_CASE("gpu split-KV ATTENTION_TILE partials + ATTENTION_COMBINE match the CPU reference",
           "[gpu][op:attention_tile][op:attention_combine]") {
   gputest::require_gpu();
@@ -87,6 +123,58 @@ TEST_CASE("gpu split-KV ATTENTION_TILE partials + ATTENTION_COMBINE match the CP
       INFO(st.message());
       CHECK(st.is_ok());
     }
+  }
+}
+
+TEST_CASE("gpu ATTENTION_COMBINE head tiles on separate workers match the CPU reference",
+          "[gpu][op:attention_tile][op:attention_combine]") {
+  gputest::require_gpu();
+  // GQA group 4 (each attention task one KV head's 4 query heads), 4 partitions, and the combine
+  // cut into head tiles of 3 heads (the last one 2) on three other workers.
+  const int64_t hd = 128, n_kv = 2, n_heads = 8, S = 256, chunk = 64;
+  for (int32_t pos : {40, 250}) {  // pos 40: partitions 1..3 are empty
+    INFO("pos " << pos);
+    gputest::ProgramBuilder b;
+    const int q = b.buffer("q", BufferKind::IoInput, DType::BF16, {n_heads * hd});
+    const int k = b.buffer("k_cache", BufferKind::KvCache, DType::BF16, {S, n_kv * hd});
+    const int v = b.buffer("v_cache", BufferKind::KvCache, DType::BF16, {S, n_kv * hd});
+    std::vector<int> parts;
+    for (int p = 0; p < 4; ++p)
+      parts.push_back(b.buffer("part" + std::to_string(p), BufferKind::Activation, DType::F32, {n_heads * (hd + 2)}));
+    const int out = b.buffer("out", BufferKind::IoOutput, DType::BF16, {n_heads * hd});
+    int worker = 0;
+    for (int p = 0; p < 4; ++p) {
+      for (int64_t g = 0; g < n_kv; ++g) {
+        ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {parts[p]}, worker % 4,
+                             "attn.p" + std::to_string(p) + ".g" + std::to_string(g));
+        ++worker;
+        a.params.set("head_dim", hd);
+        a.params.set("n_heads", n_heads);
+        a.params.set("n_kv_heads", n_kv);
+        a.params.set("kv_start", chunk * p);
+        a.params.set("kv_len", chunk);
+        a.params.set("scale", 0.088);
+        a.params.set("n_off", g * n_heads / n_kv);
+        a.params.set("N_tile", n_heads / n_kv);
+        a.params.set("flags", ir::kFlagStepKv | ir::kFlagPartialWrite);
+      }
+    }
+    std::vector<std::pair<int, int>> all_attention;  // task i signals counter i (gputest::ProgramBuilder)
+    for (int t = 0; t < worker; ++t) all_attention.push_back({t, 1});
+    for (int64_t h0 = 0; h0 < n_heads; h0 += 3) {
+      ir::Task& c = b.task(Opcode::AttentionCombine, parts, {out}, 1 + static_cast<int>(h0 / 3),
+                           "combine.h" + std::to_string(h0), all_attention);
+      c.params.set("head_dim", hd);
+      c.params.set("n_heads", n_heads);
+      c.params.set("n_off", h0);
+      c.params.set("N_tile", std::min<int64_t>(3, n_heads - h0));
+    }
+    gputest::CompareOptions o;
+    o.pos = pos;
+    o.outputs = {out, parts[0], parts[3]};
+    Status st = gputest::compare_with_cpu(b.p, o);
+    INFO(st.message());
+    CHECK(st.is_ok());
   }
 }
 #endif  // AMK_GPU_TESTS

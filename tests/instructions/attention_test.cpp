@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "tests/instructions/ref_harness.h"
@@ -253,6 +254,27 @@ TEST_CASE("ATTENTION_COMBINE: hand-computed merge, derived shapes, empty heads",
     REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
     // M = 1; w1 = 1, w2 = e^-1: y = (acc1 + e^-1 acc2) / (2 + 3 e^-1)
     check_output(p, y, AMK_DTYPE_F32, {(2 + 6 * e) / (2 + 3 * e), (4 + 2 * e) / (2 + 3 * e), 0, 0});
+  }
+  // A head tile (n_off / N_tile) merges only its heads and leaves the others' outputs alone.
+  auto tile = make_inst(AMK_OP_ATTENTION_COMBINE, {p1, p2}, {y});
+  tile.params.head_dim = 2;
+  tile.params.n_heads = 2;
+  tile.params.N_tile = 1;
+  p.poison(y);
+  REQUIRE(p.run(tile) == AMK_DEVERR_NONE);
+  const double nan = std::nan("");
+  check_subset(p, y, AMK_DTYPE_F32, {(2 + 6 * e) / (2 + 3 * e), (4 + 2 * e) / (2 + 3 * e), nan, nan}, {1, 1, 1, 1});
+  float poison_value;
+  std::memset(&poison_value, kPoison, sizeof poison_value);
+  CHECK(p.values(y)[2] == poison_value);  // head 1's outputs keep the poison bytes
+  CHECK(p.values(y)[3] == poison_value);
+  tile.params.n_off = 1;
+  REQUIRE(p.run(tile) == AMK_DEVERR_NONE);  // head 1: empty in both partials
+  check_output(p, y, AMK_DTYPE_F32, {(2 + 6 * e) / (2 + 3 * e), (4 + 2 * e) / (2 + 3 * e), 0, 0});
+  for (auto [off, n] : {std::pair<int32_t, int32_t>{-1, 1}, {2, 1}, {1, 2}}) {  // heads outside [0, 2)
+    tile.params.n_off = off;
+    tile.params.N_tile = n;
+    CHECK(p.run(tile) == AMK_DEVERR_BAD_PARAMS);
   }
   auto bad = make_inst(AMK_OP_ATTENTION_COMBINE, {p1, p2}, {y});
   bad.params.head_dim = 3;

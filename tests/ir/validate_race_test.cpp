@@ -91,6 +91,28 @@ TEST_CASE("validate: disjoint column tiles under one shared counter are fine, ov
   CHECK_THAT(d.message, Contains("task 1 (l0.q.t1) and task 2 (l0.q.t2) both write buffer 2 \"q\" cols [6, 8)"));
 }
 
+TEST_CASE("validate: ATTENTION_COMBINE head tiles under one counter are fine, overlapping ones race", "[ir]") {
+  // 4 heads of head_dim 2: partials [4 * 4], y [4 * 2]. Tiles of two heads each on two SMs.
+  ProgramBuilder b;
+  const int p0 = b.input("part0", {16}), p1 = b.input("part1", {16}), y = b.act("attn", {8}), o = b.output("o", {8});
+  const int c = b.counter("combined");
+  std::vector<ProgramBuilder::TaskRef> tiles;
+  for (int i = 0; i < 2; ++i)
+    tiles.push_back(b.task(Opcode::AttentionCombine, "l0.combine.h" + std::to_string(2 * i))
+                        .in({p0, p1}).out({y}).i("head_dim", 2).i("n_heads", 4).i("n_off", 2 * i).i("N_tile", 2)
+                        .signal(c).sm(i));
+  b.copy("o_proj", y, o).wait(c, 2).sm(0);
+  expect_ok(validate(b.build()));
+  tiles[1].i("n_off", 1);  // heads [1, 3): y cols [2, 6) overlap tile 0's [0, 4)
+  const Diagnostic& d = expect_error(validate(b.build()), "race.waw");
+  CHECK_THAT(d.message, Contains("task 0 (l0.combine.h0) and task 1 (l0.combine.h2) both write buffer 2 \"attn\" cols [2, 4)"));
+  tiles[1].i("n_off", 3);  // heads [3, 5) of 4
+  CHECK_THAT(expect_error(validate(b.build()), "tile.bounds").message, Contains("heads [3, 5) are not inside the 4 heads"));
+  tiles[1].i("n_off", 2);
+  tiles[1].param("head_dim", std::string("two"));  // a tile's columns need head_dim and n_heads as integers
+  CHECK_THAT(expect_error(validate(b.build()), "shape").message, Contains("needs head_dim and n_heads"));
+}
+
 TEST_CASE("validate: an in-place residual update by disjoint GEMV_ADD tiles is fine", "[ir]") {
   ProgramBuilder b;
   const int x = b.input("x", {1, 8}), a = b.input("attn", {1, 8}), w = b.weight("Wo", {8, 8});

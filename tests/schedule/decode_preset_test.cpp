@@ -50,6 +50,13 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(j["tiling"]["lm_head"]["N_tile"] == 972);
   CHECK(j["tiling"]["attention"]["kv_partitions"] == 4);  // max_seq 8192: one per 2048 rows
   CHECK(j["tiling"]["attention"]["heads_per_task"] == 1);
+  schedule::DecodePreset grouped = tiling;
+  grouped.heads_per_task = 4;  // given: as given, within [1, n_heads]
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, grouped))["tiling"]["attention"]["heads_per_task"] == 4);
+  grouped.heads_per_task = 1000;
+  CHECK(schedule::decode_preset_heads_per_task(grouped, *model) == 32);
+  grouped.heads_per_task = 0;
+  CHECK(schedule::decode_preset_heads_per_task(grouped, *model) == 1);
 
   schedule::DecodePreset plain = tiling;
   plain.lm_head_tiles_per_sm = 0;  // the LM head tiled like the rest

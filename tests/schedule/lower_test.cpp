@@ -243,11 +243,14 @@ TEST_CASE("lower: split-KV partitions and head groups", "[schedule]") {
   c.tiling["attention"]["heads_per_task"] = 3;
   const ir::Program p = lower_ok(c, target("h100"));
   require_valid(p);
-  CHECK(count_op(p, ir::Opcode::AttentionCombine) == 4);
+  CHECK(count_op(p, ir::Opcode::AttentionCombine) == 4 * 3);  // layers x head groups: one combine tile each
   CHECK(count_op(p, ir::Opcode::AttentionTile) == 4 * 4 * 3);  // layers x partitions x ceil(8 / 3)
-  std::set<std::pair<int64_t, int64_t>> windows;
+  std::set<std::pair<int64_t, int64_t>> windows, combine_heads;
   for (const ir::Task& t : p.tasks) {
-    if (t.op == ir::Opcode::AttentionCombine) CHECK(t.inputs.size() == 4);
+    if (t.op == ir::Opcode::AttentionCombine) {
+      CHECK(t.inputs.size() == 4);
+      combine_heads.insert({*t.params.get_int("n_off"), *t.params.get_int("N_tile")});
+    }
     if (t.op != ir::Opcode::AttentionTile) continue;
     CHECK(t.params.int_or("flags", 0) == (ir::kFlagStepKv | ir::kFlagPartialWrite));
     CHECK(p.buffers[static_cast<size_t>(t.outputs[0].value)].dtype == ir::DType::F32);
@@ -255,6 +258,7 @@ TEST_CASE("lower: split-KV partitions and head groups", "[schedule]") {
     if (*t.params.get_int("n_off") == 6) CHECK(*t.params.get_int("N_tile") == 2);  // the narrower last group
   }
   CHECK(windows == std::set<std::pair<int64_t, int64_t>>{{0, 64}, {64, 64}, {128, 64}, {192, 64}});
+  CHECK(combine_heads == std::set<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}, {6, 2}});  // the attention's head groups
   CHECK(count_op(lower_ok({}, target("h100")), ir::Opcode::AttentionCombine) == 0);
 
   // A cache that P does not divide: slices still cover it exactly and none is empty.

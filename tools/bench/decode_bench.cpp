@@ -70,13 +70,14 @@ struct AmkModel {
 };
 
 /// One line on the built-in schedule a run measured (its full knobs are in the --json document).
-std::string preset_summary(const schedule::DecodePreset& p, int64_t max_seq) {
+std::string preset_summary(const schedule::DecodePreset& p, const schedule::ModelConfig& model, int64_t max_seq) {
   std::ostringstream out;
   out << "built-in gpu-decode preset (" << p.sm_assignment << ", ";
   if (p.tiles_per_stage > 0) out << p.tiles_per_stage << " tile(s) per SM per stage";
   else if (p.tile_kib > 0) out << p.tile_kib << " KiB tiles";
   else out << p.tiles_per_sm << " tile(s) per SM per projection";
-  out << ", " << schedule::decode_preset_kv_partitions(p, max_seq) << " KV partition(s)";
+  out << ", " << schedule::decode_preset_kv_partitions(p, max_seq) << " KV partition(s), "
+      << schedule::decode_preset_heads_per_task(p, model) << " head(s) per attention task";
   for (const std::string& g : p.drop_fusion) out << ", without " << g;
   out << ")";
   return out.str();
@@ -249,7 +250,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     std::printf("model: %s (target %s), %zu tasks, weights %.1f MB (bf16, seeded random, seed %llu)\n",
                 o.model.c_str(), target->name.c_str(), amk.program.tasks.size(), wbytes / 1e6,
                 static_cast<unsigned long long>(o.seed));
-    std::printf("schedule: %s\n", amk.preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, amk.max_seq).c_str());
+    std::printf("schedule: %s\n", amk.preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, *model, amk.max_seq).c_str());
     std::printf("copy bandwidth: %.0f GB/s (D2D %zu MiB, read + write)\n", bw->gbs, bw->bytes >> 20);
     if (base)
       std::printf("check: %d/%d steps same next token as %s, %d more within the logits' difference; logits "
