@@ -1,6 +1,7 @@
 // tests/gpu/attention_gpu_test.cpp: ATTENTION_TILE (GQA 1/4/8, head_dim 64/128, bias, STEP_KV
-// windows short and long) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE (whole, and in head
-// tiles on other workers), including an empty partition, against the CPU reference.
+// windows short and long) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE
+// (whole, and in head tiles on other workers), including an empty partition, against the CPU
+// reference.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
@@ -11,6 +12,37 @@ using ir::BufferKind;
 using ir::DType;
 using ir::Opcode;
 
+namespace {
+
+/// q heads of `group` per KV head over 2 KV heads, a cache of S rows (and an F32 bias over it when
+/// `bias`), the heads split over two tasks on two workers; the window follows the step (STEP_KV).
+ir::Program two_task_attention(int64_t hd, int64_t group, DType dt, int64_t S, bool bias) {
+  const int64_t n_kv = 2, n_heads = n_kv * group;
+  gputest::ProgramBuilder b;
+  const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
+  const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+  const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+  const int bs = b.buffer("bias", BufferKind::IoInput, DType::F32, {S});
+  const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
+  for (int t = 0; t < 2; ++t) {
+    std::vector<int> in = {q, k, v};
+    if (bias) in.push_back(bs);
+    ir::Task& a = b.task(Opcode::AttentionTile, in, {out}, t, "attn.h" + std::to_string(t));
+    a.params.set("head_dim", hd);
+    a.params.set("n_heads", n_heads);
+    a.params.set("n_kv_heads", n_kv);
+    a.params.set("kv_start", int64_t{0});
+    a.params.set("kv_len", S);
+    a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
+    a.params.set("n_off", t * n_heads / 2);
+    a.params.set("N_tile", n_heads / 2);
+    a.params.set("flags", ir::kFlagStepKv);
+  }
+  return b.p;
+}
+
+}  // namespace
+
 TEST_CASE("gpu ATTENTION_TILE matches the CPU reference (GQA, head_dim, dtypes)", "[gpu][op:attention_tile]") {
   gputest::require_gpu();
   // head_dim 64 / 128 take the 16-byte path for every dtype; 80 (10 or 20 lanes per row) and f32
@@ -18,33 +50,11 @@ TEST_CASE("gpu ATTENTION_TILE matches the CPU reference (GQA, head_dim, dtypes)"
   for (int64_t hd : {int64_t{64}, int64_t{80}, int64_t{128}, int64_t{256}}) {
     for (int64_t group : {int64_t{1}, int64_t{4}, int64_t{8}}) {
       for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-        const int64_t n_kv = 2, n_heads = n_kv * group, S = 300;
         const bool bias = group == 4;
         INFO("head_dim " << hd << " group " << group << " dtype " << ir::dtype_name(dt) << " bias " << bias);
-        gputest::ProgramBuilder b;
-        const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
-        const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-        const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-        const int bs = b.buffer("bias", BufferKind::IoInput, DType::F32, {S});
-        const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
-        // Two tasks split the q heads; the window follows the step (STEP_KV).
-        for (int t = 0; t < 2; ++t) {
-          std::vector<int> in = {q, k, v};
-          if (bias) in.push_back(bs);
-          ir::Task& a = b.task(Opcode::AttentionTile, in, {out}, t, "attn.h" + std::to_string(t));
-          a.params.set("head_dim", hd);
-          a.params.set("n_heads", n_heads);
-          a.params.set("n_kv_heads", n_kv);
-          a.params.set("kv_start", int64_t{0});
-          a.params.set("kv_len", S);
-          a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
-          a.params.set("n_off", t * n_heads / 2);
-          a.params.set("N_tile", n_heads / 2);
-          a.params.set("flags", ir::kFlagStepKv);
-        }
         gputest::CompareOptions o;
         o.pos = 257;
-        Status st = gputest::compare_with_cpu(b.p, o);
+        Status st = gputest::compare_with_cpu(two_task_attention(hd, group, dt, 300, bias), o);
         INFO(st.message());
         CHECK(st.is_ok());
       }
@@ -59,28 +69,10 @@ TEST_CASE("gpu ATTENTION_TILE long windows match the CPU reference", "[gpu][op:a
   for (int64_t hd : {int64_t{64}, int64_t{128}}) {
     for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
       for (int32_t pos : {int32_t{511}, int32_t{1100}}) {
-        const int64_t n_kv = 2, n_heads = 8, S = 1200;
         INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " pos " << pos);
-        gputest::ProgramBuilder b;
-        const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
-        const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-        const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-        const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
-        for (int t = 0; t < 2; ++t) {
-          ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {out}, t, "attn.h" + std::to_string(t));
-          a.params.set("head_dim", hd);
-          a.params.set("n_heads", n_heads);
-          a.params.set("n_kv_heads", n_kv);
-          a.params.set("kv_start", int64_t{0});
-          a.params.set("kv_len", S);
-          a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
-          a.params.set("n_off", t * n_heads / 2);
-          a.params.set("N_tile", n_heads / 2);
-          a.params.set("flags", ir::kFlagStepKv);
-        }
         gputest::CompareOptions o;
         o.pos = pos;
-        Status st = gputest::compare_with_cpu(b.p, o);
+        Status st = gputest::compare_with_cpu(two_task_attention(hd, 4, dt, 1200, false), o);
         INFO(st.message());
         CHECK(st.is_ok());
       }
