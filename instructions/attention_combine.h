@@ -41,7 +41,8 @@ AMK_HD int32_t combine_shape(int64_t y_numel, int64_t p_numel, int64_t hd, int64
   return AMK_DEVERR_NONE;
 }
 
-/// BAD_PARAMS for 2..8 partials of inconsistent shape or a head range outside [0, n_heads); BAD_DTYPE for non-float operands.
+/// BAD_PARAMS for 2..8 partials of inconsistent shape or a head range outside [0, n_heads);
+/// BAD_DTYPE for non-float operands.
 AMK_HD int32_t decode_attention_combine(const amk_program_t& p, const amk_instruction_t& inst,
                                         AttentionCombineArgs* a) {
   AMK_TRY_DEV(check_arity(inst, 2, AMK_MAX_INPUTS, 1));
