@@ -1,5 +1,5 @@
 // tests/gpu/ops_gpu_test.cpp: the row-wise and elementwise opcodes on the GPU against the CPU
-// reference (instructions::cpu_execute) on random data: norms, softmax, argmax (ties, NaN),
+// reference (instructions::cpu_execute) on random data: norms, softmax, argmax (ties, NaN, only -inf / NaN),
 // embed, rope / kv_append with STEP_POS, the elementwise ops, dequant, copy, allreduce, nop.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
@@ -114,7 +114,9 @@ TEST_CASE("gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference", "[gpu][op:sof
     const int tok = b.buffer("tok", BufferKind::IoOutput, DType::I32, {1});
     b.task(Opcode::Softmax, {x}, {y}, 0, "softmax");
     b.task(Opcode::SampleArgmax, {logits}, {tok}, 1, "argmax");
-    for (int variant = 0; variant < 4; ++variant) {
+    // Variants 4 and 5: nothing above -inf (the F32 scan takes only larger values and rescans):
+    // NaN and -inf only (the lowest -inf wins, index 1), and all NaN (token 0).
+    for (int variant = 0; variant < 6; ++variant) {
       INFO("dtype " << ir::dtype_name(dt) << " variant " << variant);
       gputest::CompareOptions o;
       o.seed = 7 + variant;
@@ -128,6 +130,8 @@ TEST_CASE("gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference", "[gpu][op:sof
           if (buf == logits && variant == 3 && i == 32001) v = 9.5f;  // the maximum in the tail
           if (buf == logits && variant == 2 && i % 3 == 0) v = NAN;    // NaN never wins
           if (buf == logits && variant == 2 && i == 5) v = NAN;
+          if (buf == logits && variant == 4) v = i % 3 == 0 ? NAN : -INFINITY;
+          if (buf == logits && variant == 5) v = NAN;
           if (f32) static_cast<float*>(dst)[i] = v;
           else static_cast<uint16_t*>(dst)[i] = instructions::f32_to_bf16(v);
         }
