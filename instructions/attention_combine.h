@@ -56,11 +56,7 @@ AMK_HD int32_t decode_attention_combine(const amk_program_t& p, const amk_instru
   }
   AMK_TRY_DEV(combine_shape(a->y.numel, a->parts[0].numel, inst.params.head_dim, inst.params.n_heads, &a->head_dim,
                             &a->n_heads));
-  const int64_t n_tile = inst.params.N_tile == 0 ? a->n_heads : inst.params.N_tile;
-  if (inst.params.n_off < 0 || n_tile < 1 || inst.params.n_off + n_tile > a->n_heads) return AMK_DEVERR_BAD_PARAMS;
-  a->h_begin = inst.params.n_off;
-  a->h_end = inst.params.n_off + n_tile;
-  return AMK_DEVERR_NONE;
+  return decode_head_range(inst.params, a->n_heads, &a->h_begin, &a->h_end);
 }
 
 /// CPU reference of ATTENTION_COMBINE.

@@ -62,10 +62,7 @@ AMK_HD int32_t decode_attention_tile_static(const amk_program_t& p, const amk_in
     return AMK_DEVERR_BAD_PARAMS;
   a->seq = a->k.numel / kv_row;
   if (a->has_bias && a->bias.numel != a->seq) return AMK_DEVERR_BAD_PARAMS;
-  const int64_t n_tile = pr.N_tile == 0 ? a->n_heads : pr.N_tile;
-  if (pr.n_off < 0 || n_tile < 1 || pr.n_off + n_tile > a->n_heads) return AMK_DEVERR_BAD_PARAMS;
-  a->h_begin = pr.n_off;
-  a->h_end = pr.n_off + n_tile;
+  AMK_TRY_DEV(decode_head_range(pr, a->n_heads, &a->h_begin, &a->h_end));
   a->out_width = a->partial ? a->head_dim + 2 : a->head_dim;
   if (a->out.numel != a->n_heads * a->out_width) return AMK_DEVERR_BAD_PARAMS;
   if (pr.kv_start < 0 || pr.kv_len < 0) return AMK_DEVERR_BAD_PARAMS;

@@ -132,22 +132,34 @@ void gemm_tile(Emitter& e) {
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }
 
+// head_dim and the head tile [n_off, n_off + N_tile) of ATTENTION_TILE / ATTENTION_COMBINE
+// (defaults 0 and n_heads). False when head_dim or n_heads is missing or mistyped, or n_off /
+// N_tile is mistyped: the task is then seen as touching its buffers whole.
+struct HeadTile {
+  int64_t hd = 0, n_off = 0, n_tile = 0;
+};
+bool head_tile(const Params& p, HeadTile* t) {
+  int64_t n_heads = 0;
+  if (!int_param(p, "head_dim", t->hd) || !int_param(p, "n_heads", n_heads) || (p.has("n_off") && !p.get_int("n_off")) ||
+      (p.has("N_tile") && !p.get_int("N_tile")))
+    return false;
+  t->n_off = int_or(p, "n_off", 0);
+  t->n_tile = int_or(p, "N_tile", n_heads);
+  return true;
+}
+
 void attention_tile(Emitter& e) {
   const Params& p = e.task.params;
-  int64_t hd = 0, n_heads = 0;
-  if (!int_param(p, "head_dim", hd) || !int_param(p, "n_heads", n_heads) ||
-      (p.has("n_off") && !p.get_int("n_off")) || (p.has("N_tile") && !p.get_int("N_tile")) ||
-      (p.has("flags") && !p.get_int("flags"))) {
+  HeadTile h;
+  if (!head_tile(p, &h) || (p.has("flags") && !p.get_int("flags"))) {
     e.rest(0, true);
     return;
   }
-  const int64_t n_off = int_or(p, "n_off", 0);
-  const int64_t n_tile = int_or(p, "N_tile", n_heads);
-  const int64_t width = (int_or(p, "flags", 0) & kFlagPartialWrite) ? hd + 2 : hd;
-  Region q = col_tile(e.in_buf(0), mul_sat(n_off, hd), mul_sat(n_off + n_tile, hd));
+  const int64_t width = (int_or(p, "flags", 0) & kFlagPartialWrite) ? h.hd + 2 : h.hd;
+  Region q = col_tile(e.in_buf(0), mul_sat(h.n_off, h.hd), mul_sat(h.n_off + h.n_tile, h.hd));
   e.read(0, &q);
   e.rest(1, false);
-  Region out = col_tile(e.out_buf(0), mul_sat(n_off, width), mul_sat(n_off + n_tile, width));
+  Region out = col_tile(e.out_buf(0), mul_sat(h.n_off, width), mul_sat(h.n_off + h.n_tile, width));
   e.write(0, &out);
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }
@@ -157,19 +169,16 @@ void attention_tile(Emitter& e) {
 // n_off / N_tile (or without an explicit head_dim and n_heads) it reads and writes everything.
 void attention_combine(Emitter& e) {
   const Params& p = e.task.params;
-  int64_t hd = 0, n_heads = 0;
-  if ((!p.has("n_off") && !p.has("N_tile")) || !int_param(p, "head_dim", hd) || !int_param(p, "n_heads", n_heads) ||
-      (p.has("n_off") && !p.get_int("n_off")) || (p.has("N_tile") && !p.get_int("N_tile"))) {
+  HeadTile h;
+  if ((!p.has("n_off") && !p.has("N_tile")) || !head_tile(p, &h)) {
     e.rest(0, true);
     return;
   }
-  const int64_t n_off = int_or(p, "n_off", 0);
-  const int64_t n_tile = int_or(p, "N_tile", n_heads);
   for (size_t i = 0; i < e.task.inputs.size(); ++i) {
-    Region part = col_tile(e.in_buf(i), mul_sat(n_off, hd + 2), mul_sat(n_off + n_tile, hd + 2));
+    Region part = col_tile(e.in_buf(i), mul_sat(h.n_off, h.hd + 2), mul_sat(h.n_off + h.n_tile, h.hd + 2));
     e.read(i, &part);
   }
-  Region y = col_tile(e.out_buf(0), mul_sat(n_off, hd), mul_sat(n_off + n_tile, hd));
+  Region y = col_tile(e.out_buf(0), mul_sat(h.n_off, h.hd), mul_sat(h.n_off + h.n_tile, h.hd));
   e.write(0, &y);
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }

@@ -5,6 +5,7 @@
 #include <climits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ir/opspec.h"
 #include "ir/validate_checks.h"
@@ -68,6 +69,10 @@ class TaskShapes {
   void gemv(const Buffer* x, const Buffer* w, const Buffer* y);
   void attention();
   void combine();
+  // The head range [n_off, n_off + N_tile) of ATTENTION_TILE / ATTENTION_COMBINE (defaults 0 and
+  // all nh) as [begin, end); tile.bounds naming `what` when it is not inside the nh heads, and
+  // nullopt then or when a param is mistyped (reported elsewhere).
+  std::optional<std::pair<int64_t, int64_t>> head_tile(int64_t nh, const char* what);
   void gemv_recipe(const RecipeSpec& r);
   void rope_operands();
   void cache_row_write(const char* op, size_t cache);
@@ -116,14 +121,22 @@ void TaskShapes::attention() {
   const int64_t flags = p("flags").value_or(0);
   const int64_t width = (flags & kFlagPartialWrite) ? *hd + 2 : *hd;
   if (flags & kFlagPartialWrite) expect_dtype(out(0), DType::F32, "PARTIAL_WRITE stores {acc, m, l} in F32");
-  auto n_off = task_.params.has("n_off") ? p("n_off") : std::optional<int64_t>(0);
-  auto n_tile = task_.params.has("N_tile") ? p("N_tile") : nh;
-  if (!n_off || !n_tile) return;
-  if (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > *nh)
-    fail("tile.bounds", "q heads [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") are not inside the " + s(*nh) + " heads");
-  else if ((*n_off + *n_tile) * width > cols(out(0)))
-    fail("tile.bounds", "output cols [" + s(*n_off * width) + ", " + s((*n_off + *n_tile) * width) +
+  const auto tile = head_tile(*nh, "q heads");
+  if (tile && tile->second * width > cols(out(0)))
+    fail("tile.bounds", "output cols [" + s(tile->first * width) + ", " + s(tile->second * width) +
                             ") are not inside the " + s(cols(out(0))) + " columns of " + name(out(0)), out(0));
+}
+
+std::optional<std::pair<int64_t, int64_t>> TaskShapes::head_tile(int64_t nh, const char* what) {
+  auto n_off = task_.params.has("n_off") ? p("n_off") : std::optional<int64_t>(0);
+  auto n_tile = task_.params.has("N_tile") ? p("N_tile") : std::optional<int64_t>(nh);
+  if (!n_off || !n_tile) return std::nullopt;
+  if (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > nh) {
+    fail("tile.bounds", std::string(what) + " [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") are not inside the " +
+                            s(nh) + " heads");
+    return std::nullopt;
+  }
+  return std::make_pair(*n_off, *n_off + *n_tile);
 }
 
 void TaskShapes::combine() {
@@ -142,10 +155,7 @@ void TaskShapes::combine() {
   if (hd && nh) {
     expect(in(0), "numel", numel(in(0)), *nh * (*hd + 2), "n_heads * (head_dim + 2)");
     expect(y, "numel", numel(y), *nh * *hd, "n_heads * head_dim");
-    auto n_off = task_.params.has("n_off") ? p("n_off") : std::optional<int64_t>(0);
-    auto n_tile = task_.params.has("N_tile") ? p("N_tile") : nh;
-    if (tiled && n_off && n_tile && (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > *nh))
-      fail("tile.bounds", "heads [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") are not inside the " + s(*nh) + " heads");
+    if (tiled) head_tile(*nh, "heads");
   } else {
     const int64_t two_h = numel(in(0)) - numel(y);
     if (two_h <= 0 || two_h % 2 != 0 || numel(y) % (two_h / 2) != 0)

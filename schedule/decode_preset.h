@@ -1,8 +1,8 @@
 // schedule/decode_preset.h: the "gpu-decode" schedule preset: the ScheduleConfig that amk-bench
 // decode uses when given none, and amk-compile writes with --preset gpu-decode. Every fusion group,
 // each stage's projections cut into equal tiles per SM, stage_balance, one query head per
-// attention task, split-KV sized to max_seq, the combine in head tiles. docs/PERFORMANCE.md has the measurements behind
-// each choice and docs/SCHEDULE.md the knobs it sets.
+// attention task, split-KV sized to max_seq, the combine in head tiles. docs/PERFORMANCE.md has
+// the measurements behind each choice and docs/SCHEDULE.md the knobs it sets.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -94,6 +94,15 @@ AMK_HD int32_t check_arity(const amk_instruction_t& inst, int32_t lo, int32_t hi
   if (inst.n_outputs < outs || inst.n_outputs > AMK_MAX_OUTPUTS) return AMK_DEVERR_BAD_PARAMS;
   return AMK_DEVERR_NONE;
 }
+/// The head range [n_off, n_off + N_tile) of an ATTENTION_TILE or ATTENTION_COMBINE task (N_tile 0:
+/// all n_heads). BAD_PARAMS unless it lies inside [0, n_heads).
+AMK_HD int32_t decode_head_range(const amk_params_t& pr, int64_t n_heads, int64_t* begin, int64_t* end) {
+  const int64_t n_tile = pr.N_tile == 0 ? n_heads : pr.N_tile;
+  if (pr.n_off < 0 || n_tile < 1 || pr.n_off + n_tile > n_heads) return AMK_DEVERR_BAD_PARAMS;
+  *begin = pr.n_off;
+  *end = pr.n_off + n_tile;
+  return AMK_DEVERR_NONE;
+}
 /// BAD_DTYPE unless t holds F32, F16 or BF16.
 AMK_HD int32_t require_float(const Tensor& t) { return dtype_is_float(t.dtype) ? AMK_DEVERR_NONE : AMK_DEVERR_BAD_DTYPE; }
 
