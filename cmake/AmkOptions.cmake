@@ -6,6 +6,15 @@ set(AMK_HIP AUTO CACHE STRING "Build the HIP backend: AUTO (when hipcc exists), 
 set_property(CACHE AMK_CUDA PROPERTY STRINGS AUTO ON OFF)
 set_property(CACHE AMK_HIP PROPERTY STRINGS AUTO ON OFF)
 set(AMK_CUDA_ARCHITECTURES "75" CACHE STRING "CUDA architectures (CI: one; the device script: 90a)")
+set(AMK_BLOCK_THREADS "" CACHE STRING "Threads per persistent-kernel block, for measurements (empty: 512)")
+if(NOT AMK_BLOCK_THREADS STREQUAL "")
+  # 64-thread steps (whole CDNA wavefronts); at least 320 so that a streamed chunk's 256 rows each
+  # get an owner thread beside the loader warp (instructions/gemv_stream.cuh).
+  if(NOT AMK_BLOCK_THREADS MATCHES "^(320|384|448|512|576|640|704|768|832|896|960|1024)$")
+    message(FATAL_ERROR "AMK_BLOCK_THREADS must be a multiple of 64 from 320 to 1024 (got '${AMK_BLOCK_THREADS}')")
+  endif()
+  add_compile_definitions(AMK_BLOCK_THREADS=${AMK_BLOCK_THREADS})
+endif()
 option(AMK_BUILD_TESTS "Build the Catch2 test suite" ON)
 option(AMK_WERROR "Treat warnings in project code as errors" OFF)
 option(AMK_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)

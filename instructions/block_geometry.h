@@ -11,8 +11,19 @@
 
 namespace amk::instructions {
 
-/// Threads per persistent-kernel block (16 warps on CUDA, 8 wavefronts on CDNA).
+/// Threads per persistent-kernel block: 12 warps on CUDA, 8 wavefronts on CDNA. 12 warps rather
+/// than 16 because `__launch_bounds__(kBlockThreads, 1)` gives each thread 65536 / threads
+/// registers: at 512 the kernel was held to 128 (148 bytes of spills), at 384 it gets 168 and runs
+/// 1.6-2.7% faster per token on an H200 (Llama-1B and 8B shapes; 10 and 13 warps were slower;
+/// docs/PERFORMANCE.md, row 63). The CMake cache variable AMK_BLOCK_THREADS overrides it for
+/// measurements; the host code that plans GEMV splits for the compute warps sees the same value.
+#if defined(AMK_BLOCK_THREADS)
+inline constexpr int kBlockThreads = AMK_BLOCK_THREADS;
+#elif defined(AMK_USE_HIP)
 inline constexpr int kBlockThreads = 512;
+#else
+inline constexpr int kBlockThreads = 384;
+#endif
 
 #ifdef AMK_USE_HIP
 inline constexpr int kLoaderWarps = 0;

@@ -144,6 +144,35 @@ AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const Stre
   else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, s_part);
 }
 
+/// gemv_stream_begin's staging for 2-byte x and aux (DT, contiguous, 16-byte aligned rows) on
+/// plain pointers: one 16-byte load of each per 8 elements, converted with unpack16, where the
+/// generic loop goes through load8's dtype branches. H200, same call: 3.6% per token on the
+/// Llama-1B shape, 2.4% on 8B (docs/PERFORMANCE.md, row 64). Issuing 2 or 4 rounds of loads before
+/// converting any (one round trip for down's K 8192 instead of three) was slower: the kernel's
+/// spills grew (80 -> 176 / 208 bytes). Returns this thread's sum of x^2 (RMSNORM's statistic;
+/// unused otherwise). Whole block, no barrier.
+template <int DT>
+AMK_DEVICE float stream_stage_x16(const uint16_t* x, const uint16_t* aux, int32_t prologue, int64_t K, float* s_x,
+                                  bool planar) {
+  float ss = 0.0f;
+  for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
+    float v[8], a[8];
+    unpack16<DT>(*reinterpret_cast<const uint4*>(x + k), v);
+    if (prologue != kGemvPlain) unpack16<DT>(*reinterpret_cast<const uint4*>(aux + k), a);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (prologue == kGemvRmsNorm) {
+        ss = fmaf(v[j], v[j], ss);
+        v[j] *= a[j];
+      } else if (prologue == kGemvSiluMul) {
+        v[j] = silu_mul(v[j], a[j]);
+      }
+    }
+    store_x8(s_x, k, K, planar, v);
+  }
+  return ss;
+}
+
 /// Stage prologue(x) of the plan's one row in ctx.s_work (StreamX's layout: planar for 2-byte
 /// weights) in a single pass over x, and return the
 /// factor gemv_stream_chunk applies to each row's sum: for RMSNORM the staged values are x * norm_w
@@ -155,6 +184,23 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
   const bool planar = stream_x_planar(a.mm.w.dtype);  // StreamX's layout
   float* const s_x = ctx.s_work;
   compute_barrier();  // the previous task's last reads of s_work are done
+  const int32_t xdt = a.mm.x.dtype;
+#ifdef AMK_NO_STAGE16
+  if (false) {  // A/B measurements: the generic staging below for every dtype
+#else
+  if ((xdt == AMK_DTYPE_BF16 || xdt == AMK_DTYPE_F16) && vec8_ok(a.mm.x, r * K, K) &&
+      (a.prologue == kGemvPlain ||
+       (a.aux.dtype == xdt && vec8_ok(a.aux, a.prologue == kGemvRmsNorm ? 0 : r * K, K)))) {
+#endif  // AMK_NO_STAGE16
+    const uint16_t* x = static_cast<const uint16_t*>(a.mm.x.ptr) + r * K;
+    const uint16_t* aux = a.prologue == kGemvPlain ? nullptr
+                          : static_cast<const uint16_t*>(a.aux.ptr) + (a.prologue == kGemvRmsNorm ? 0 : r * K);
+    const float ss = xdt == AMK_DTYPE_BF16 ? stream_stage_x16<AMK_DTYPE_BF16>(x, aux, a.prologue, K, s_x, planar)
+                                           : stream_stage_x16<AMK_DTYPE_F16>(x, aux, a.prologue, K, s_x, planar);
+    if (a.prologue == kGemvRmsNorm) return rms_inv(compute_sum(ss, ctx.s_red), K, a.eps);  // its barriers publish s_x
+    compute_barrier();
+    return 1.0f;
+  }
   if (a.prologue != kGemvRmsNorm) {
     gemv_stage_x(a.mm, a.prologue, a.aux, 1.0f, r, 0, K, s_x, planar);
     compute_barrier();

@@ -38,8 +38,10 @@ ir::Program gemv_program(DType xt, DType wt, DType yt, int64_t K, int64_t n_out,
 /// Streamed and non-streamed tiles interleaved on three workers: bf16 GEMV tiles of 40 rows
 /// (K 2048: many chunks per task at small slot sizes), odd-K tiles the stream must skip, f32
 /// tiles whose rows are longer than small slots, and FUSED RMSNORM_GEMV / SILU_MUL_GEMV_ADD
-/// tiles (the prologue and the residual epilogue on the stream path).
-ir::Program mixed_stream_program() {
+/// tiles (the prologue and the residual epilogue on the stream path). With `long_x`, also fused
+/// tiles whose x is longer than one round of the block's threads (several staging rounds: f16
+/// RMSNORM at K 3072, bf16 SILU_MUL at K 6144, whose 12 KiB rows ride slots of 16 KiB and more).
+ir::Program mixed_stream_program(bool long_x = false) {
   gputest::ProgramBuilder b;
   const int64_t K = 2048, n = 240;
   const int x = b.buffer("x", BufferKind::IoInput, DType::BF16, {K});
@@ -56,6 +58,19 @@ ir::Program mixed_stream_program() {
   const int up = b.buffer("up", BufferKind::IoInput, DType::BF16, {K});
   const int res = b.buffer("res", BufferKind::IoInput, DType::BF16, {n});
   const int ys = b.buffer("y_silu", BufferKind::IoOutput, DType::BF16, {n});
+  const int64_t kh = 3072, kl = 6144, nl = 24;
+  int xh = -1, nwh = -1, wh = -1, yh = -1, xl = -1, upl = -1, wl = -1, resl = -1, yl = -1;
+  if (long_x) {
+    xh = b.buffer("x_f16", BufferKind::IoInput, DType::F16, {kh});
+    nwh = b.buffer("norm_w_f16", BufferKind::Weight, DType::F16, {kh});
+    wh = b.buffer("W_f16", BufferKind::Weight, DType::F16, {nl, kh});
+    yh = b.buffer("y_rms_f16", BufferKind::IoOutput, DType::F32, {nl});
+    xl = b.buffer("gate_long", BufferKind::IoInput, DType::BF16, {kl});
+    upl = b.buffer("up_long", BufferKind::IoInput, DType::BF16, {kl});
+    wl = b.buffer("W_long", BufferKind::Weight, DType::BF16, {nl, kl});
+    resl = b.buffer("res_long", BufferKind::IoInput, DType::BF16, {nl});
+    yl = b.buffer("y_silu_long", BufferKind::IoOutput, DType::BF16, {nl});
+  }
   auto tile = [&](Opcode op, std::vector<int> in, int out, int64_t k, int64_t tile_rows, int t, int sm,
                   const std::string& label) -> ir::Task& {
     ir::Task& g = b.task(op, std::move(in), {out}, sm, label + std::to_string(t));
@@ -72,6 +87,10 @@ ir::Program mixed_stream_program() {
     tile(Opcode::Fused, {x, nw, w}, yr, K, 40, t, sm, "rms.t").params.set("recipe", std::string("RMSNORM_GEMV"));
     ir::Task& f = tile(Opcode::Fused, {x, up, w, res}, ys, K, 40, t, sm, "silu.t");
     f.params.set("recipe", std::string("SILU_MUL_GEMV_ADD"));
+    if (!long_x) continue;
+    tile(Opcode::Fused, {xh, nwh, wh}, yh, kh, nl / 6, t, sm, "rms_f16.t").params.set("recipe", std::string("RMSNORM_GEMV"));
+    tile(Opcode::Fused, {xl, upl, wl, resl}, yl, kl, nl / 6, t, sm, "silu_long.t")
+        .params.set("recipe", std::string("SILU_MUL_GEMV_ADD"));
   }
   for (ir::Task& t : b.p.tasks)
     if (t.op == Opcode::Fused) t.params.set("eps", 1e-5);
@@ -90,7 +109,7 @@ struct ScopedEnv {
 
 TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results", "[gpu][stream]") {
   gputest::require_gpu();
-  const ir::Program p = mixed_stream_program();
+  const ir::Program p = mixed_stream_program(/*long_x=*/true);
   struct Shape { const char* slots; const char* kib; };
   // 8 KiB slots: 2 rows per chunk, 20 chunks per 40-row tile, the f32 rows do not fit; 2 slots:
   // every chunk waits for the one before; 8 slots of 32 KiB: chunks of several tasks in flight.
@@ -106,8 +125,9 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
       REQUIRE(rep != nullptr);
       INFO(rep->summary());
       CHECK(rep->ring_slots == std::atoi(sh.slots));
-      // 18 streamed tiles (gemv, rms, silu) always; the 6 f32 tiles (16 KiB rows) from 16 KiB slots.
-      CHECK(rep->streamed_tasks == (std::atoi(sh.kib) >= 16 ? 24 : 18));
+      // 24 streamed tiles (gemv, rms, silu, rms_f16) always; the 6 f32 tiles (16 KiB rows) and the
+      // 6 silu_long tiles (12 KiB rows) from 16 KiB slots.
+      CHECK(rep->streamed_tasks == (std::atoi(sh.kib) >= 16 ? 36 : 24));
     }
     Status st = gputest::compare_with_cpu(p, {});
     INFO(st.message());

@@ -40,6 +40,13 @@ int device_sm_major() {
   return p.major;
 }
 
+int device_sm_count() {
+  int dev = 0;
+  gpu::DeviceProps p{};
+  if (gpu::get_device(&dev) != gpu::kSuccess || gpu::device_props(&p, dev) != gpu::kSuccess) return 0;
+  return p.multiProcessorCount;
+}
+
 int ProgramBuilder::buffer(const std::string& name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape) {
   ir::Buffer b;
   b.id = ir::BufferId(static_cast<int32_t>(p.buffers.size()));

@@ -21,6 +21,8 @@ namespace amk::gputest {
 void require_gpu();
 /// Compute capability major of the current device (9 = Hopper), 0 when it cannot be read.
 int device_sm_major();
+/// Streaming multiprocessors of the current device, 0 when they cannot be read.
+int device_sm_count();
 
 /// A program under construction: one counter per task, tasks on explicit workers.
 struct ProgramBuilder {

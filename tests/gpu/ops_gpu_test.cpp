@@ -178,7 +178,7 @@ TEST_CASE("gpu EMBED, ROPE, KV_APPEND and FUSED ROPE_APPEND (STEP_POS) match the
 }
 
 // The bf16 fast path (instructions/rope_bf16.cuh) takes kRopePairs pairs per thread per round: 48
-// heads of 64 are 1536 pairs, more than one round of the block's compute threads (480 x 3), so the
+// heads of 64 are 1536 pairs, more than one round of the block's compute threads (352 x 3), so the
 // second round and its partial tail run too. Positions differ per task (pos 7 + step 29).
 TEST_CASE("gpu ROPE and FUSED ROPE_APPEND over more pairs than one round (bf16 fast path)",
           "[gpu][op:rope][op:fused]") {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "gpu_harness.h"
+#include "schedule/decode_preset.h"
 #include "schedule/lower.h"
 #include "schedule/model_config.h"
 #include "schedule/schedule_config.h"
@@ -97,6 +98,32 @@ TEST_CASE("gpu session: a bf16 lowering matches transformers bf16 within 2e-2 an
   auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
   const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
   CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);
+}
+
+// The schedule users get from `amk-compile --preset gpu-decode` (and amk-bench measures): every
+// fusion, one tile per SM per stage, stage_balance, split-KV with the combine in head tiles where
+// max_seq asks for partitions. Lowered for this device's SM count, as amk-compile lowers for its
+// target's.
+TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logits and 32 tokens", "[gpu]") {
+  gputest::require_gpu();
+  const testing::Golden g = testing::load_golden();
+  const int sms = gputest::device_sm_count();
+  REQUIRE(sms > 0);
+  auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
+  REQUIRE(model.is_ok());
+  // max_seq 256: one KV partition; 4096: two partitions per head and the head-tiled combine.
+  for (const int64_t max_seq : {int64_t{256}, int64_t{4096}}) {
+    INFO("max_seq " << max_seq << " on " << sms << " SMs");
+    REQUIRE(schedule::decode_preset_kv_partitions(schedule::DecodePreset{}, max_seq) == (max_seq > 2048 ? 2 : 1));
+    auto cfg = schedule::schedule_config_from_json_text(
+        schedule::decode_preset_json(*model, sms, max_seq, schedule::DecodePreset{}), "gpu-decode preset");
+    INFO(cfg.status().message());
+    REQUIRE(cfg.is_ok());
+    const ir::Program p = lower_tiny(ir::DType::BF16, std::nullopt, "h100", max_seq, max_seq, *cfg);
+    auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
+    const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
+    CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);
+  }
 }
 
 TEST_CASE("gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold", "[gpu]") {

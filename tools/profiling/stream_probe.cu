@@ -4,7 +4,7 @@
 // reach 13-24 (docs/PERFORMANCE.md). This probe separates the candidates:
 //
 //   ring   the megakernel's shape: a loader warp whose lane 0 keeps `slots` shared-memory slots
-//          of `slot` KiB busy with TMA bulk copies (`copies` per slot), 15 compute warps that wait
+//          of `slot` KiB busy with TMA bulk copies (`copies` per slot), the compute warps that wait
 //          on each slot's mbarrier, consume it and free it (every compute thread arrives, as in
 //          vm/cuda/persistent_kernel.cu). consume=none frees at once (the TMA rate alone);
 //          consume=read reads the slot's words and sums them; consume=gemv runs the megakernel's
@@ -15,7 +15,7 @@
 //          the next task's counters (does a lane blocked on that load starve the ring?). "tsk":
 //          every N chunks the compute warps stage x from global memory first, as a megakernel
 //          task begins; "t+y": also each chunk's row sums stored to global memory (the task's y).
-//   ld     no ring: 16 warps stream rows with 16-byte loads (gemv_tile_block's inner loop,
+//   ld     no ring: every warp streams rows with 16-byte loads (gemv_tile_block's inner loop,
 //          2 rows x 4 loads per lane in flight), the path tasks take without the ring.
 //
 // Each block reads its own disjoint KiB (8 MiB, or --kib: 508 KiB is one Llama-1B gate_proj task);

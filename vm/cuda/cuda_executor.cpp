@@ -273,7 +273,7 @@ class CudaExecutor final : public Executor {
     KernelResources res;
     Status s = gpuvm::kernel_resources(0, &res);
     if (!s) return s;
-    // Rounded up to whole 32-byte units like the work area itself (15 compute warps: 4126 floats).
+    // Rounded up to whole 32-byte units like the work area itself (11 compute warps: 3096 floats).
     const auto min_floats = static_cast<int64_t>(
         align_up(static_cast<size_t>(instructions::attention_smem_floats(instructions::kDeviceMaxHeadDim, warps)), 8));
     int64_t floats = std::min<int64_t>(std::max(want, min_floats), res.max_dyn_smem_bytes / 4);
