@@ -387,11 +387,12 @@ class CudaExecutor final : public Executor {
     uint64_t bytes = 0;
     instructions::gemv_weight_range(plan.mm, &src, &bytes);
     if (chunk == 0 || bytes == 0 || bytes > std::numeric_limits<uint32_t>::max()) return false;
-    // A task that reads more than kStreamMaxTaskBytes loads its weights itself: its plain 16-byte
-    // loads reach an SM's share of the copy bandwidth, while the ring's consumer is bounded by its
-    // per-chunk overhead, and the ring's one advantage, the bytes it fetched while the task still
-    // waited, is a small part of a big task (row 39, H200: the 1B LM head 153 -> 130 us per SM;
-    // 8B 7.24 -> 7.02 ms with gate/up and the LM head off the ring).
+    // A task that reads more than kStreamMaxTaskBytes loads its weights itself. With 16-warp
+    // blocks the cap was 1 MiB: plain 16-byte loads beat the ring's per-chunk overhead on big
+    // tasks (row 39, H200: the 1B LM head 153 -> 130 us per SM). With 11 compute warps the plain
+    // loads keep fewer bytes in flight (the 1B LM head took 149 us) and the ring wins: at 4 MiB the
+    // 1B LM head (3.9 MiB per SM) and 8B gate / up (1.7 MiB) ride it, 1B -0.7%, 8B -2.1% per token
+    // (docs/PERFORMANCE.md, row 65; 2 and 8 MiB measured too).
     if (bytes > stream_max_task_bytes_) return false;
     *entry = gpuvm::WeightStreamEntry{src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(chunk)};
     // How the compute warps share out each chunk, decided here once instead of per chunk on the
@@ -671,7 +672,7 @@ class CudaExecutor final : public Executor {
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
   /// Most weight bytes a task may stream through the ring (stream_share).
-  static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{1} << 20;
+  static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
   uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
   gpuvm::WeightStreamEntry* d_stream_ = nullptr;
   uint32_t epoch_ = 0;
