@@ -300,9 +300,9 @@ TEST_CASE("safetensors: the tiny_llama fixture has the HF Llama names, shapes an
     check(p + "self_attn.k_proj.weight", {64, 256});   // 2 kv heads x 32
     check(p + "self_attn.v_proj.weight", {64, 256});
     check(p + "self_attn.o_proj.weight", {256, 256});
-    check(p + "mlp.gate_proj.weight", {384, 256});
-    check(p + "mlp.up_proj.weight", {384, 256});
-    check(p + "mlp.down_proj.weight", {256, 384});
+    check(p + "mlp.gate_proj.weight", {256, 256});  // intermediate_size 256
+    check(p + "mlp.up_proj.weight", {256, 256});
+    check(p + "mlp.down_proj.weight", {256, 256});
     check(p + "input_layernorm.weight", {256});
     check(p + "post_attention_layernorm.weight", {256});
   }

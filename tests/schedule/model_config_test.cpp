@@ -37,7 +37,7 @@ TEST_CASE("model config: the tiny fixture (transformers 5.x rope_parameters spel
   REQUIRE(m.is_ok());
   CHECK(m->name == "tiny_llama");
   CHECK(m->hidden_size == 256);
-  CHECK(m->intermediate_size == 384);
+  CHECK(m->intermediate_size == 256);
   CHECK(m->num_hidden_layers == 4);
   CHECK(m->num_attention_heads == 8);
   CHECK(m->num_key_value_heads == 2);
