@@ -151,6 +151,14 @@ AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const Stre
 /// converting any (one round trip for down's K 8192 instead of three) was slower: the kernel's
 /// spills grew (80 -> 176 / 208 bytes). Returns this thread's sum of x^2 (RMSNORM's statistic;
 /// unused otherwise). Whole block, no barrier.
+/// Whether gemv_stream_begin takes stream_stage_x16 where it applies (-DAMK_NO_STAGE16: never, for
+/// A/B measurements of the generic loop).
+#ifdef AMK_NO_STAGE16
+inline constexpr bool kStageX16 = false;
+#else
+inline constexpr bool kStageX16 = true;
+#endif  // AMK_NO_STAGE16
+
 template <int DT>
 AMK_DEVICE float stream_stage_x16(const uint16_t* x, const uint16_t* aux, int32_t prologue, int64_t K, float* s_x,
                                   bool planar) {
@@ -185,13 +193,9 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
   float* const s_x = ctx.s_work;
   compute_barrier();  // the previous task's last reads of s_work are done
   const int32_t xdt = a.mm.x.dtype;
-#ifdef AMK_NO_STAGE16
-  if (false) {  // A/B measurements: the generic staging below for every dtype
-#else
-  if ((xdt == AMK_DTYPE_BF16 || xdt == AMK_DTYPE_F16) && vec8_ok(a.mm.x, r * K, K) &&
+  if (kStageX16 && (xdt == AMK_DTYPE_BF16 || xdt == AMK_DTYPE_F16) && vec8_ok(a.mm.x, r * K, K) &&
       (a.prologue == kGemvPlain ||
        (a.aux.dtype == xdt && vec8_ok(a.aux, a.prologue == kGemvRmsNorm ? 0 : r * K, K)))) {
-#endif  // AMK_NO_STAGE16
     const uint16_t* x = static_cast<const uint16_t*>(a.mm.x.ptr) + r * K;
     const uint16_t* aux = a.prologue == kGemvPlain ? nullptr
                           : static_cast<const uint16_t*>(a.aux.ptr) + (a.prologue == kGemvRmsNorm ? 0 : r * K);

@@ -33,18 +33,22 @@ void require_gpu() {
   if (!vm::cuda_available(&why)) FAIL("[gpu] test needs a CUDA device and there is none: " << why);
 }
 
-int device_sm_major() {
+namespace {
+/// The current device's properties; false when they cannot be read.
+bool current_props(gpu::DeviceProps* p) {
   int dev = 0;
+  return gpu::get_device(&dev) == gpu::kSuccess && gpu::device_props(p, dev) == gpu::kSuccess;
+}
+}  // namespace
+
+int device_sm_major() {
   gpu::DeviceProps p{};
-  if (gpu::get_device(&dev) != gpu::kSuccess || gpu::device_props(&p, dev) != gpu::kSuccess) return 0;
-  return p.major;
+  return current_props(&p) ? p.major : 0;
 }
 
 int device_sm_count() {
-  int dev = 0;
   gpu::DeviceProps p{};
-  if (gpu::get_device(&dev) != gpu::kSuccess || gpu::device_props(&p, dev) != gpu::kSuccess) return 0;
-  return p.multiProcessorCount;
+  return current_props(&p) ? p.multiProcessorCount : 0;
 }
 
 int ProgramBuilder::buffer(const std::string& name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape) {
