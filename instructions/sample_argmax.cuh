@@ -1,7 +1,8 @@
 // instructions/sample_argmax.cuh: SAMPLE_ARGMAX (17) on the device: each thread scans a strided
 // slice (several loads in flight) with argmax_better() (sample_argmax.h: larger value, then lower index; NaN never wins),
 // then a warp and a block tree with the same rule. The rule is associative and commutative, so
-// the token equals the CPU scan's. All-NaN logits give token 0.
+// the token equals the CPU scan's. All-NaN logits give token 0 (a tile: its first index; a
+// combine: its first candidate). A combine checks every candidate before it writes anything.
 #pragma once
 #include "instructions/elementwise.cuh"
 #include "instructions/sample_argmax.h"
@@ -20,7 +21,8 @@ inline constexpr int kArgmaxNone = 0x7fffffff;
 /// registers, before any compare. Its own function: inside sample_argmax_run, next to the
 /// dtype-generic path, the compiler spilled (388 B) and issued the loads one at a time through
 /// local memory (72 us for 128256 logits on an H200, docs/PERFORMANCE.md row 33).
-AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_f32(const float4* p4, int64_t n4) {
+/// Indices are `base` + 4 * (float4 position) + lane of the float4.
+AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_f32(const float4* p4, int64_t n4, int64_t base) {
   constexpr int kLoads4 = 16;
   const int64_t threads = block_threads();
   const float nan = __int_as_float(0x7fc00000);  // never wins: pads the last round
@@ -34,7 +36,7 @@ AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_f32(const float4* p4, int64_t n4) {
     }
 #pragma unroll
     for (int u = 0; u < kLoads4; ++u) {
-      const int i = static_cast<int>((q0 + u * threads) * 4);
+      const int i = static_cast<int>(base + (q0 + u * threads) * 4);
       const float e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -45,31 +47,23 @@ AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_f32(const float4* p4, int64_t n4) {
   return best;
 }
 
-/// SAMPLE_ARGMAX, whole block. Uses 2 * warps words of ctx.s_work.
-AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
-  SampleArgmaxArgs* const s_args = shared_args<SampleArgmaxArgs>();  // decoded once per block (decode_once)
-  AMK_TRY_DEV(decode_once(s_args, ctx, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
-  const SampleArgmaxArgs& a = *s_args;
-  float best_v = __int_as_float(0x7fc00000);  // NaN: anything non-NaN beats it
-  int best_i = kArgmaxNone;
-  // Several loads in flight per thread before any compare: a plain strided loop was one dependent
-  // L2 round trip per 512 logits (117 us for a 128256-entry vocabulary on an H200). Contiguous
-  // F32 logits go 4 per float4, 16 float4 in flight (argmax_scan_f32); bf16 / f16 8 per 16-byte
-  // load (load8), 4 such loads in flight; the rest one by one.
-  const int64_t n = a.logits.numel, threads = block_threads();
+/// This thread's best over the logits [a.begin, a.end) (whole or tile): contiguous F32 logits go
+/// 4 per float4, 16 float4 in flight (argmax_scan_f32); bf16 / f16 8 per 16-byte load (load8), 4
+/// such loads in flight; the rest one by one. Several loads in flight per thread before any
+/// compare: a plain strided loop was one dependent L2 round trip per 512 logits (117 us for a
+/// 128256-entry vocabulary on an H200).
+AMK_DEVICE ArgmaxBest argmax_scan_range(const SampleArgmaxArgs& a) {
+  const int64_t begin = a.begin, n = a.end - a.begin, threads = block_threads();
+  ArgmaxBest best{__int_as_float(0x7fc00000), kArgmaxNone};  // NaN: anything non-NaN beats it
   auto consider = [&](float v, int64_t i) {
-    if (argmax_better(v, i, best_v, best_i)) {
-      best_v = v;
-      best_i = static_cast<int>(i);
-    }
+    if (argmax_better(v, i, best.v, best.i)) best = ArgmaxBest{v, static_cast<int>(i)};
   };
   int64_t done = 0;
-  if (a.logits.dtype == AMK_DTYPE_F32 && vec8_ok(a.logits, 0, n / 8 * 8)) {
-    const ArgmaxBest b = argmax_scan_f32(reinterpret_cast<const float4*>(a.logits.ptr), n / 4);
-    best_v = b.v;
-    best_i = b.i;
+  if (a.logits.dtype == AMK_DTYPE_F32 && vec8_ok(a.logits, begin, n / 8 * 8)) {
+    const float4* p4 = reinterpret_cast<const float4*>(static_cast<const float*>(a.logits.ptr) + begin);
+    best = argmax_scan_f32(p4, n / 4, begin);
     done = n / 4 * 4;
-  } else if (vec8_ok(a.logits, 0, n / 8 * 8)) {
+  } else if (vec8_ok(a.logits, begin, n / 8 * 8)) {
     constexpr int kLoads = 4;
     const int64_t n8 = n / 8 * 8;
     for (int64_t k0 = block_tid() * 8; k0 < n8; k0 += threads * 8 * kLoads) {
@@ -77,14 +71,14 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
         const int64_t k = k0 + u * threads * 8;
-        if (k < n8) load8(a.logits, k, v[u]);
+        if (k < n8) load8(a.logits, begin + k, v[u]);
       }
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
         const int64_t k = k0 + u * threads * 8;
         if (k < n8) {
 #pragma unroll
-          for (int j = 0; j < 8; ++j) consider(v[u][j], k + j);
+          for (int j = 0; j < 8; ++j) consider(v[u][j], begin + k + j);
         }
       }
     }
@@ -96,27 +90,52 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const int64_t i = i0 + u * threads;
-      v[u] = i < n ? a.logits.load(i) : __int_as_float(0x7fc00000);  // NaN never wins
+      v[u] = i < n ? a.logits.load(begin + i) : __int_as_float(0x7fc00000);  // NaN never wins
     }
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const int64_t i = i0 + u * threads;
-      if (i < n) consider(v[u], i);
+      if (i < n) consider(v[u], begin + i);
     }
   }
-  for (int m = gpu::kWarpSize / 2; m >= 1; m >>= 1) {
-    const float ov = gpu::shfl_xor(best_v, m);
-    const int oi = gpu::shfl_xor(best_i, m);
-    if (oi != kArgmaxNone && (best_i == kArgmaxNone || argmax_better(ov, oi, best_v, best_i))) {
-      best_v = ov;
-      best_i = oi;
+  return best;
+}
+
+/// SAMPLE_ARGMAX, whole block: the whole scan, a tile, or a combine over candidates. Uses
+/// 2 * warps words of ctx.s_work.
+AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
+  SampleArgmaxArgs* const s_args = shared_args<SampleArgmaxArgs>();  // decoded once per block (decode_once)
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](SampleArgmaxArgs* out) { return decode_sample_argmax(p, inst, out); }));
+  const SampleArgmaxArgs& a = *s_args;
+  ArgmaxBest best{__int_as_float(0x7fc00000), kArgmaxNone};
+  int64_t fallback = a.begin;  // the index written when every value seen is NaN
+  if (a.form == ArgmaxForm::kCombine) {
+    // A few hundred candidates at most (one per tile): one gather each, checked before any write.
+    int bad = 0;
+    for (int64_t c = block_tid(); c < a.candidates.numel; c += block_threads()) {
+      int64_t i = 0;
+      if (argmax_candidate(a, c, &i) != AMK_DEVERR_NONE) {
+        bad = 1;
+        continue;
+      }
+      const float v = a.logits.load(i);
+      if (argmax_better(v, i, best.v, best.i)) best = ArgmaxBest{v, static_cast<int>(i)};
     }
+    if (compute_any(bad)) return AMK_DEVERR_INDEX_OUT_OF_RANGE;
+    fallback = static_cast<const int32_t*>(a.candidates.ptr)[a.candidates.offset(0)];
+  } else {
+    best = argmax_scan_range(a);
+  }
+  for (int m = gpu::kWarpSize / 2; m >= 1; m >>= 1) {
+    const float ov = gpu::shfl_xor(best.v, m);
+    const int oi = gpu::shfl_xor(best.i, m);
+    if (oi != kArgmaxNone && (best.i == kArgmaxNone || argmax_better(ov, oi, best.v, best.i))) best = ArgmaxBest{ov, oi};
   }
   float* s_v = ctx.s_work;
   int* s_i = reinterpret_cast<int*>(ctx.s_work + gpu::kMaxWarps);
   if (gpu::lane_id() == 0) {
-    s_v[gpu::warp_id()] = best_v;
-    s_i[gpu::warp_id()] = best_i;
+    s_v[gpu::warp_id()] = best.v;
+    s_i[gpu::warp_id()] = best.i;
   }
   compute_barrier();
   if (threadIdx.x == 0) {
@@ -128,7 +147,7 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
         idx = s_i[w];
       }
     }
-    static_cast<int32_t*>(a.token.ptr)[a.token.offset(0)] = idx == kArgmaxNone ? 0 : idx;
+    *argmax_result(a) = idx == kArgmaxNone ? static_cast<int32_t>(fallback) : idx;
   }
   return AMK_DEVERR_NONE;
 }

@@ -1,6 +1,6 @@
 // ir/access.cpp: the per-opcode access model of docs/OPCODES.md (whole buffers by default; tiles
-// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE, a head-tiled ATTENTION_COMBINE and the FUSED GEMV
-// recipes; KV_APPEND reads its cache).
+// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE, a head-tiled ATTENTION_COMBINE, SAMPLE_ARGMAX tiles
+// and the FUSED GEMV recipes; KV_APPEND reads its cache).
 // Regions are exactly what the kernel touches, even when a tile lies outside its buffer: validate()
 // reports such a tile as tile.bounds, and the race analysis still sees the real footprint.
 #include "ir/access.h"
@@ -183,6 +183,26 @@ void attention_combine(Emitter& e) {
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }
 
+// A SAMPLE_ARGMAX tile (N_tile given, an amk extension, docs/OPCODES.md) reads logits cols
+// [n_off, n_off + N_tile) and writes its candidate slot, col m_off; the whole scan and the combine
+// read everything (a combine's gather depends on the candidates' values).
+void sample_argmax(Emitter& e) {
+  const Params& p = e.task.params;
+  int64_t n_tile = 0;
+  if (!int_param(p, "N_tile", n_tile) || (p.has("n_off") && !p.get_int("n_off")) ||
+      (p.has("m_off") && !p.get_int("m_off"))) {
+    e.rest(0, true);
+    return;
+  }
+  const int64_t n_off = int_or(p, "n_off", 0), m_off = int_or(p, "m_off", 0);
+  Region logits = col_tile(e.in_buf(0), n_off, n_off + n_tile);
+  e.read(0, &logits);
+  e.rest(1, false);
+  Region slot = col_tile(e.out_buf(0), m_off, m_off + 1);
+  e.write(0, &slot);
+  for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
+}
+
 void fused(Emitter& e) {
   const RecipeSpec* recipe = nullptr;
   if (auto name = e.task.params.get_string("recipe")) recipe = recipe_find(*name);
@@ -218,6 +238,7 @@ void task_accesses_append(const Program& program, const Task& task, std::vector<
     case Opcode::GemmTile: gemm_tile(e); break;
     case Opcode::AttentionTile: attention_tile(e); break;
     case Opcode::AttentionCombine: attention_combine(e); break;
+    case Opcode::SampleArgmax: sample_argmax(e); break;
     case Opcode::Fused: fused(e); break;
     default: e.rest(0, true); break;  // KV_APPEND included: it reads input 1 whole and writes it whole
   }

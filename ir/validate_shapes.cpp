@@ -69,6 +69,7 @@ class TaskShapes {
   void gemv(const Buffer* x, const Buffer* w, const Buffer* y);
   void attention();
   void combine();
+  void argmax();
   // The head range [n_off, n_off + N_tile) of ATTENTION_TILE / ATTENTION_COMBINE (defaults 0 and
   // all nh) as [begin, end); tile.bounds naming `what` when it is not inside the nh heads, and
   // nullopt then or when a param is mistyped (reported elsewhere).
@@ -225,10 +226,7 @@ void TaskShapes::run() {
       break;
     }
     case Opcode::KvAppend: cache_row_write("KV_APPEND", 1); break;
-    case Opcode::SampleArgmax:
-      expect_dtype(out(0), DType::I32, "SAMPLE_ARGMAX writes a token id");
-      if (out(0) && numel(out(0)) != 1) fail("contract", name(out(0)) + " must hold 1 element (the token id)", out(0));
-      break;
+    case Opcode::SampleArgmax: argmax(); break;
     case Opcode::AttentionCombine: combine(); break;
     case Opcode::Fused: {
       auto rname = task_.params.get_string("recipe");
@@ -248,6 +246,34 @@ void TaskShapes::run() {
     }
     case Opcode::Nop: break;
   }
+}
+
+// SAMPLE_ARGMAX: the whole scan writes one token; a tile (N_tile given, an amk extension) scans
+// logits [n_off, n_off + N_tile) of a one-row logits buffer into element m_off of its I32
+// candidates; a combine [logits, candidates] picks among the candidates into one token.
+void TaskShapes::argmax() {
+  const Buffer* logits = in(0);
+  const Buffer* y = out(0);
+  const bool tile = task_.params.has("N_tile");
+  expect_dtype(y, DType::I32, tile ? "a SAMPLE_ARGMAX tile writes a candidate token id" : "SAMPLE_ARGMAX writes a token id");
+  if (in(1) != nullptr) {
+    expect_dtype(in(1), DType::I32, "SAMPLE_ARGMAX candidates are token ids");
+    if (tile) fail("contract", "a SAMPLE_ARGMAX combine (two inputs) takes no N_tile: it reads every candidate");
+  }
+  if (!tile) {
+    if (y && numel(y) != 1) fail("contract", name(y) + " must hold 1 element (the token id)", y);
+    return;
+  }
+  if (logits == nullptr || y == nullptr) return;
+  if (rows(logits) != 1) fail("contract", name(logits) + " must be one row for SAMPLE_ARGMAX tiles", logits);
+  if (rows(y) != 1) fail("contract", name(y) + " must be one row of candidate slots", y);
+  auto n_off = task_.params.has("n_off") ? p("n_off") : std::optional<int64_t>(0), n_tile = p("N_tile");
+  auto m_off = task_.params.has("m_off") ? p("m_off") : std::optional<int64_t>(0);
+  if (n_off && n_tile && (*n_off < 0 || *n_tile < 1 || *n_off + *n_tile > cols(logits)))
+    fail("tile.bounds", "tile cols [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") is not inside the " +
+                            s(cols(logits)) + " logits of " + name(logits), logits);
+  if (m_off && (*m_off < 0 || *m_off >= cols(y)))
+    fail("tile.bounds", "candidate slot m_off " + s(*m_off) + " is not inside the " + s(cols(y)) + " columns of " + name(y), y);
 }
 
 // FUSED GEMV recipes: the tile's operands (x or gate, norm_w or up, W, residual).

@@ -59,4 +59,8 @@ Cost cost_embed(int64_t H, ir::DType table, ir::DType y) {
 
 Cost cost_argmax(int64_t V, ir::DType logits) { return Cost{nb(logits, V) + nb(ir::DType::I32, 1), V}; }
 
+Cost cost_argmax_combine(int64_t C, ir::DType logits) {
+  return Cost{nb(ir::DType::I32, C) + nb(logits, C) + nb(ir::DType::I32, 1), C};
+}
+
 }  // namespace amk::schedule

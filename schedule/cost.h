@@ -39,7 +39,9 @@ Cost cost_combine(int64_t P, int64_t heads, int64_t head_dim, ir::DType out);
 Cost cost_elementwise(int64_t n, int inputs, ir::DType d, int64_t flops_per);
 /// EMBED of one H-wide row.
 Cost cost_embed(int64_t H, ir::DType table, ir::DType y);
-/// SAMPLE_ARGMAX over V logits.
+/// SAMPLE_ARGMAX over V logits (the whole scan, or a tile of V logits writing one candidate).
 Cost cost_argmax(int64_t V, ir::DType logits);
+/// A SAMPLE_ARGMAX combine over C candidates: each is an index and one gathered logit.
+Cost cost_argmax_combine(int64_t C, ir::DType logits);
 
 }  // namespace amk::schedule

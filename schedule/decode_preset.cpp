@@ -93,6 +93,12 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
     }
     j["tiling"][p.name]["N_tile"] = rows;
   }
+  if (tiling.argmax_tiles_per_sm > 0) {
+    // Tiles of a multiple of 8 logits, so each starts 32-byte aligned (the float4 scan).
+    const int64_t tiles = sms * tiling.argmax_tiles_per_sm;
+    const int64_t per_tile = (model.vocab_size + tiles - 1) / tiles;
+    j["tiling"]["argmax"]["N_tile"] = std::max<int64_t>(8, (per_tile + 7) / 8 * 8);
+  }
   return j.dump();
 }
 

@@ -1,7 +1,7 @@
 // schedule/decode_preset.h: the "gpu-decode" schedule preset: the ScheduleConfig that amk-bench
 // decode uses when given none, and amk-compile writes with --preset gpu-decode. Every fusion group,
 // each stage's projections cut into equal tiles per SM, stage_balance, one query head per
-// attention task, split-KV sized to max_seq, the combine in head tiles. docs/PERFORMANCE.md has
+// attention task, split-KV sized to max_seq, the combine in head tiles, the argmax split over SMs. docs/PERFORMANCE.md has
 // the measurements behind each choice and docs/SCHEDULE.md the knobs it sets.
 #pragma once
 #include <cstdint>
@@ -26,6 +26,10 @@ struct DecodePreset {
   /// long streamed task per SM pays the per-task costs once for the largest projection (H200,
   /// Llama-3.2-1B: LM head stage 298 -> 168 us, 2.44 -> 2.31 ms/token).
   int64_t lm_head_tiles_per_sm = 1;
+  /// > 0: the final argmax in this many SAMPLE_ARGMAX tiles per SM (their candidates, then one
+  /// combine); 0: one task scans every logit. One SM took ~31 us over the 1B shape's 128256
+  /// logits on an H200 (docs/PERFORMANCE.md, row 66).
+  int64_t argmax_tiles_per_sm = 1;
   /// How tasks go to SMs (ScheduleConfig sm_assignment): stage_balance evens each stage's bytes,
   /// which is what a stage's latency depends on (docs/SCHEDULE.md).
   std::string sm_assignment = "stage_balance";

@@ -67,6 +67,9 @@ void emit_embed(LowerContext& c);
 void emit_layer(LowerContext& c, int64_t layer);
 /// Final norm, LM head into the logits output, and SAMPLE_ARGMAX into next_token.
 void emit_head(LowerContext& c, ir::BufferId& logits, ir::BufferId& next_token);
+/// SAMPLE_ARGMAX of `logits` into `next_token`: one task, or (tiling.argmax) a stage of tiles
+/// writing candidates and a stage with their combine.
+void emit_argmax(LowerContext& c, ir::BufferId logits, ir::BufferId next_token);
 
 /// The loader-synthesized inv_freq source for `model` (docs/OPCODES.md "Constants").
 std::string rope_inv_freq_source(const ModelConfig& model);

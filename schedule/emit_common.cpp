@@ -155,9 +155,36 @@ void emit_head(LowerContext& c, ir::BufferId& logits, ir::BufferId& next_token) 
   c.b.begin_stage("lm_head");
   emit_gemv_tiles(c, job);
 
+  emit_argmax(c, logits, next_token);
+}
+
+void emit_argmax(LowerContext& c, ir::BufferId logits, ir::BufferId next_token) {
+  const int64_t vocab = c.model.vocab_size;
+  if (c.tiling.argmax_tile == 0) {
+    c.b.begin_stage("argmax");
+    const Cost cost = cost_argmax(vocab, ir::DType::F32);
+    c.b.add_task(ir::Opcode::SampleArgmax, {logits}, {next_token}, ir::Params{}, "argmax", cost.bytes, cost.flops);
+    return;
+  }
+  // Split over SMs: each tile's best index into its slot of `argmax_candidates`, then one combine
+  // over the candidates. One SM scanning every logit was ~31 us of the 1B token on an H200.
+  const std::vector<Span> tiles = spans_cover(vocab, c.tiling.argmax_tile);
+  const int64_t n_tiles = static_cast<int64_t>(tiles.size());
+  const ir::BufferId candidates = c.activation("argmax_candidates", n_tiles, ir::DType::I32);
+  c.b.begin_stage("argmax_tiles");
+  for (int64_t t = 0; t < n_tiles; ++t) {
+    ir::Params p;
+    p.set("N_tile", tiles[t].len);
+    p.set("n_off", tiles[t].off);
+    p.set("m_off", t);
+    const Cost cost = cost_argmax(tiles[t].len, ir::DType::F32);
+    c.b.add_task(ir::Opcode::SampleArgmax, {logits}, {candidates}, std::move(p),
+                 "argmax" + span_text(tiles[t].off, tiles[t].len), cost.bytes, cost.flops);
+  }
   c.b.begin_stage("argmax");
-  const Cost cost = cost_argmax(m.vocab_size, ir::DType::F32);
-  c.b.add_task(ir::Opcode::SampleArgmax, {logits}, {next_token}, ir::Params{}, "argmax", cost.bytes, cost.flops);
+  const Cost cost = cost_argmax_combine(n_tiles, ir::DType::F32);
+  c.b.add_task(ir::Opcode::SampleArgmax, {logits, candidates}, {next_token}, ir::Params{}, "argmax_combine", cost.bytes,
+               cost.flops);
 }
 
 }  // namespace amk::schedule

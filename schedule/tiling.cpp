@@ -1,5 +1,5 @@
 // schedule/tiling.cpp: resolving and checking the `tiling` knob.
-// Defaults: gemv N_tile 256; attention one KV partition and one GQA group (n_heads / n_kv_heads
+// Defaults: gemv N_tile 256; argmax one whole task; attention one KV partition and one GQA group (n_heads / n_kv_heads
 // query heads, which share one K/V head) per task, so each task reads its K/V rows once.
 #include "schedule/tiling.h"
 
@@ -15,7 +15,7 @@ Status invalid(const std::string& msg) { return Status(StatusCode::InvalidArgume
 std::string known_archetypes() {
   std::string out = "gemv";
   for (const auto& p : projection_names()) out += ", " + p;
-  return out + ", attention";
+  return out + ", attention, argmax";
 }
 
 // Read `tiling[arch][key]` into `dst` when present, checking [lo, hi].
@@ -53,7 +53,7 @@ const std::vector<std::string>& projection_names() {
 Result<TilingPlan> tiling_plan(const ir::ScheduleConfig& config, const ModelConfig& model, int64_t max_seq) {
   const auto& projs = projection_names();
   for (const auto& kv : config.tiling) {
-    const bool known = kv.first == "gemv" || kv.first == "attention" ||
+    const bool known = kv.first == "gemv" || kv.first == "attention" || kv.first == "argmax" ||
                        std::find(projs.begin(), projs.end(), kv.first) != projs.end();
     if (!known) return invalid("tiling." + kv.first + ": unknown op archetype (known: " + known_archetypes() + ")");
     const std::vector<std::string> allowed =
@@ -92,6 +92,10 @@ Result<TilingPlan> tiling_plan(const ir::ScheduleConfig& config, const ModelConf
       !s) {
     return s;
   }
+  // SAMPLE_ARGMAX tiles: absent = one whole scan (the spec's program); N_tile >= vocab is one too.
+  if (Status s = read_knob(params_of("argmax"), "argmax", "N_tile", 1, kInt32Max, "int32", plan.argmax_tile); !s)
+    return s;
+  if (plan.argmax_tile >= model.vocab_size) plan.argmax_tile = 0;
   return plan;
 }
 

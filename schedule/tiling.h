@@ -32,6 +32,8 @@ struct TilingPlan {
   std::map<std::string, int64_t> n_tile;  ///< per projection name
   int64_t kv_partitions = 1;              ///< split-KV partitions P (1 = no combine)
   int64_t heads_per_task = 1;             ///< query heads per ATTENTION_TILE task
+  /// Logits per SAMPLE_ARGMAX tile; 0 = one whole SAMPLE_ARGMAX task (no tiles, no combine).
+  int64_t argmax_tile = 0;
 
   /// Cache rows of partition p: [p*S/P, (p+1)*S/P) (integer division), so the P slices cover
   /// [0, S) exactly, differ in length by at most one row, and none is empty (P <= S).

@@ -245,6 +245,11 @@ int main(int argc, char** argv) {
                        "built-in schedule: LM head tiles per SM (0 = as the other projections)")
           ->check(CLI::Range(0, 1024))
           ->capture_default_str(),
+      decode
+          ->add_option("--argmax-tiles-per-sm", dopt.tiling.argmax_tiles_per_sm,
+                       "built-in schedule: SAMPLE_ARGMAX tiles per SM before one combine (0 = one task scans every logit)")
+          ->check(CLI::Range(0, 64))
+          ->capture_default_str(),
       decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
           ->check(CLI::IsMember(std::vector<std::string>(std::begin(amk::schedule::kSmPolicies),
                                                          std::end(amk::schedule::kSmPolicies))))

@@ -109,6 +109,10 @@ if [ -x "$BIN" ]; then
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
       "gpu ATTENTION_COMBINE head tiles on separate workers match the CPU reference" >"$LOGS/memcheck-combine.log" 2>&1
     RESULT[memcheck-combine]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-combine.log" | tail -1)"
+    # SAMPLE_ARGMAX tiles and the combine's gather over candidate indices.
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
+      "gpu SAMPLE_ARGMAX tiles and their combine match the CPU reference and the whole scan" >"$LOGS/memcheck-argmax.log" 2>&1
+    RESULT[memcheck-argmax]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-argmax.log" | tail -1)"
     timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/racecheck-stream.log" 2>&1
     RESULT[racecheck-stream]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-stream.log" | tail -1)"
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" \
@@ -209,7 +213,7 @@ fi
   echo "================ amk device-check summary ================"
   printf '%-16s %s\n' "device" "$DEVICE"
   printf '%-16s %s\n' "arch" "$ARCH"
-  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream memcheck-combine racecheck-stream racecheck-attn racecheck-rows synccheck-stream sanitizers launch-costs llama-1b llama-8b stream-probe soak-gpu; do
+  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream memcheck-combine memcheck-argmax racecheck-stream racecheck-attn racecheck-rows synccheck-stream sanitizers launch-costs llama-1b llama-8b stream-probe soak-gpu; do
     [ -n "${RESULT[$k]+x}" ] && printf '%-16s %s\n' "$k" "${RESULT[$k]}"
   done
   [ -s "$LOGS/kernel-report.txt" ] && printf '%-16s %s\n' "launch" "$(sed 's/.*kernel: //' "$LOGS/kernel-report.txt" | cut -c1-200)"

@@ -141,6 +141,51 @@ TEST_CASE("gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference", "[gpu][op:sof
   }
 }
 
+TEST_CASE("gpu SAMPLE_ARGMAX tiles and their combine match the CPU reference and the whole scan",
+          "[gpu][op:sample_argmax]") {
+  gputest::require_gpu();
+  // 32003 logits in tiles of 6401 (the last 6): every tile but the first starts unaligned for the
+  // float4 scan, and ties and NaN cross tile boundaries. The candidates are an output too, so each
+  // tile's index is compared; the whole scan runs beside them (the CPU tests check that the
+  // reference's combine equals its whole scan).
+  const int64_t n = 32003, tile = 6401, tiles = (n + tile - 1) / tile;
+  for (DType dt : {DType::F32, DType::BF16}) {
+    gputest::ProgramBuilder b;
+    const int logits = b.buffer("logits", BufferKind::IoInput, dt, {n});
+    const int cand = b.buffer("cand", BufferKind::IoOutput, DType::I32, {tiles});
+    const int tok = b.buffer("tok", BufferKind::IoOutput, DType::I32, {1});
+    const int whole = b.buffer("whole", BufferKind::IoOutput, DType::I32, {1});
+    std::vector<std::pair<int, int>> after_tiles;
+    for (int64_t t = 0; t < tiles; ++t) {
+      ir::Task& task = b.task(Opcode::SampleArgmax, {logits}, {cand}, static_cast<int>(t % 3), "tile");
+      task.params.set("n_off", t * tile);
+      task.params.set("N_tile", std::min(tile, n - t * tile));
+      task.params.set("m_off", t);
+      after_tiles.push_back({static_cast<int>(t), 1});
+    }
+    b.task(Opcode::SampleArgmax, {logits, cand}, {tok}, 1, "combine", after_tiles);
+    b.task(Opcode::SampleArgmax, {logits}, {whole}, 2, "whole");
+    for (int variant = 0; variant < 4; ++variant) {
+      INFO("dtype " << ir::dtype_name(dt) << " variant " << variant);
+      gputest::CompareOptions o;
+      o.seed = 17 + variant;
+      o.fill = [&, variant](int buf, void* dst, size_t bytes) {
+        const bool f32 = dt == DType::F32;
+        const size_t count = bytes / (f32 ? 4 : 2);
+        for (size_t i = 0; i < count; ++i) {
+          float v = std::sin(0.37f * static_cast<float>(i) + static_cast<float>(variant)) * 4.0f;
+          if (buf == logits && variant == 1 && (i == 6400 || i == 6401 || i == 32002)) v = 9.0f;  // tie across tiles
+          if (buf == logits && variant == 2 && (i < 6401 || i % 3 == 0)) v = NAN;  // an all-NaN tile
+          if (buf == logits && variant == 3) v = NAN;                              // all NaN: token 0
+          if (f32) static_cast<float*>(dst)[i] = v;
+          else static_cast<uint16_t*>(dst)[i] = instructions::f32_to_bf16(v);
+        }
+      };
+      check_ok(gputest::compare_with_cpu(b.p, o));
+    }
+  }
+}
+
 TEST_CASE("gpu EMBED, ROPE, KV_APPEND and FUSED ROPE_APPEND (STEP_POS) match the CPU reference",
           "[gpu][op:embed][op:rope][op:kv_append][op:fused]") {
   gputest::require_gpu();

@@ -113,6 +113,37 @@ TEST_CASE("validate: ATTENTION_COMBINE head tiles under one counter are fine, ov
   CHECK_THAT(expect_error(validate(b.build()), "shape").message, Contains("needs head_dim and n_heads"));
 }
 
+TEST_CASE("validate: SAMPLE_ARGMAX tiles write their own candidate slots; the combine reads them all", "[ir]") {
+  // 10 logits in two tiles of 5 on two SMs, each writing its slot of cand[2], then the combine.
+  ProgramBuilder b;
+  const int l = b.input("logits", {10}), cand = b.act("cand", {2}, DType::I32);
+  const int tok = b.output("tok", {1}, DType::I32);
+  const int c = b.counter("candidates");
+  std::vector<ProgramBuilder::TaskRef> tiles;
+  for (int i = 0; i < 2; ++i)
+    tiles.push_back(b.task(Opcode::SampleArgmax, "argmax.t" + std::to_string(i))
+                        .in({l}).out({cand}).i("n_off", 5 * i).i("N_tile", 5).i("m_off", i).signal(c).sm(i));
+  auto combine = b.task(Opcode::SampleArgmax, "argmax").in({l, cand}).out({tok}).wait(c, 2).sm(0);
+  expect_ok(validate(b.build()));
+  tiles[1].i("m_off", 0);  // both tiles write slot 0, and slot 1 stays unwritten
+  const Diagnostic& d = expect_error(validate(b.build()), "race.waw");
+  CHECK_THAT(d.message, Contains("task 0 (argmax.t0) and task 1 (argmax.t1) both write buffer 1 \"cand\" cols [0, 1)"));
+  tiles[1].i("m_off", 2);
+  CHECK_THAT(expect_error(validate(b.build()), "tile.bounds").message,
+             Contains("candidate slot m_off 2 is not inside the 2 columns of buffer 1 \"cand\""));
+  tiles[1].i("m_off", 1).i("n_off", 6);
+  CHECK_THAT(expect_error(validate(b.build()), "tile.bounds").message,
+             Contains("tile cols [6, 11) is not inside the 10 logits of buffer 0 \"logits\""));
+  tiles[1].i("n_off", 5);
+  combine.i("N_tile", 5);
+  CHECK_THAT(expect_error(validate(b.build()), "contract").message, Contains("a SAMPLE_ARGMAX combine (two inputs) takes no N_tile"));
+  b.program().tasks[2].params = Params{};
+  b.program().tasks[2].waits[0].threshold = 1;  // the combine waits for one tile only
+  CHECK_THAT(expect_error(validate(b.build()), "race.partial-wait").message,
+             Contains("task 2 (argmax) waits on counter 0 (\"candidates\") >= 1 of its 2 producers") &&
+                 Contains("buffer 1 \"cand\" cols [1, 2)"));
+}
+
 TEST_CASE("validate: an in-place residual update by disjoint GEMV_ADD tiles is fine", "[ir]") {
   ProgramBuilder b;
   const int x = b.input("x", {1, 8}), a = b.input("attn", {1, 8}), w = b.weight("Wo", {8, 8});

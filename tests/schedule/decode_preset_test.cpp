@@ -1,7 +1,8 @@
 // tests/schedule/decode_preset_test.cpp: the gpu-decode preset (schedule/decode_preset.cpp), the
 // schedule `amk-bench decode` lowers with by default and amk-compile writes with --preset: each
 // stage's projections in one tile per SM (or GEMV tiles of about tile_kib KiB), stage_balance,
-// the LM head in lm_head_tiles_per_sm tiles per SM, split-KV partitions by max_seq. The
+// the LM head in lm_head_tiles_per_sm tiles per SM, the argmax in argmax_tiles_per_sm tiles per SM,
+// split-KV partitions by max_seq. The
 // performance figures in docs/PERFORMANCE.md were measured with exactly these shapes, so a change
 // here must be deliberate.
 #include <catch2/catch.hpp>
@@ -31,6 +32,12 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(d["tiling"]["up_proj"]["N_tile"] == 125);
   CHECK(d["tiling"]["down_proj"]["N_tile"] == 16);
   CHECK(d["tiling"]["lm_head"]["N_tile"] == 972);
+  // The argmax in one tile per SM, a multiple of 8 logits each (972 -> 976: 132 tiles).
+  CHECK(defaults.argmax_tiles_per_sm == 1);
+  CHECK(d["tiling"]["argmax"]["N_tile"] == 976);
+  schedule::DecodePreset whole_argmax = defaults;
+  whole_argmax.argmax_tiles_per_sm = 0;
+  CHECK_FALSE(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, whole_argmax))["tiling"].contains("argmax"));
   schedule::DecodePreset two = defaults;
   two.tiles_per_stage = 2;
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, two))["tiling"]["q_proj"]["N_tile"] == 12);

@@ -285,6 +285,46 @@ TEST_CASE("lower: split-KV partitions and head groups", "[schedule]") {
   CHECK_THAT(lower_error(c).message(), Contains("tiling.attention.kv_partitions"));
 }
 
+TEST_CASE("lower: the argmax in tiles writing candidates, then one combine", "[schedule]") {
+  ir::ScheduleConfig c;
+  c.tiling["argmax"]["N_tile"] = 300;
+  const ir::Program p = lower_ok(c, target("h100"));
+  require_valid(p);
+  const int64_t vocab = tiny().vocab_size, tiles = (vocab + 299) / 300;
+  REQUIRE(count_op(p, ir::Opcode::SampleArgmax) == static_cast<size_t>(tiles + 1));
+  // The tiles cover the logits once, each into its own slot; the combine is the last task.
+  int64_t next = 0, slot = 0;
+  ir::BufferId candidates;
+  for (const ir::Task& t : p.tasks) {
+    if (t.op != ir::Opcode::SampleArgmax || t.inputs.size() != 1) continue;
+    CHECK(*t.params.get_int("n_off") == next);
+    CHECK(*t.params.get_int("m_off") == slot++);
+    next += *t.params.get_int("N_tile");
+    candidates = t.outputs[0];
+  }
+  CHECK(next == vocab);
+  const ir::Buffer& cand = p.buffers[static_cast<size_t>(candidates.value)];
+  CHECK(cand.dtype == ir::DType::I32);
+  CHECK(cand.shape == std::vector<int64_t>{tiles});
+  const ir::Task& combine = p.tasks.back();
+  CHECK(combine.op == ir::Opcode::SampleArgmax);
+  CHECK(combine.inputs.size() == 2);
+  CHECK(combine.inputs[1] == candidates);
+  CHECK(combine.outputs[0].value == p.decode["next_token"].get<int32_t>());
+  // Two stages instead of one: the tiles wait for the LM head, the combine for every tile.
+  CHECK(p.counters.size() == lower_ok({}, target("h100")).counters.size() + 1);
+  CHECK(combine.waits.size() == 1);
+  CHECK(combine.waits[0].threshold == tiles);
+
+  c.tiling["argmax"]["N_tile"] = vocab;  // one tile is the whole scan
+  CHECK(count_op(lower_ok(c, target("h100")), ir::Opcode::SampleArgmax) == 1);
+  c.tiling["argmax"]["N_tile"] = 0;
+  CHECK_THAT(lower_error(c).message(), Contains("tiling.argmax.N_tile"));
+  c.tiling["argmax"].clear();
+  c.tiling["argmax"]["kv_partitions"] = 2;
+  CHECK_THAT(lower_error(c).message(), Contains("tiling.argmax.kv_partitions") && Contains("known for argmax: N_tile"));
+}
+
 TEST_CASE("lower: sm_assignment spreads tasks over the target's SMs", "[schedule]") {
   const ir::GpuTarget h100 = target("h100");
   ir::ScheduleConfig rr;

@@ -1,5 +1,6 @@
 // tests/vm/schedule_golden_test.cpp: programs lowered from the tiny Llama config under three
-// different ScheduleConfigs (tiling, split-KV on/off, fusion on/off, SM assignment) all reproduce
+// different ScheduleConfigs (tiling, split-KV on/off, fusion on/off, SM assignment, the argmax whole
+// or in tiles) all reproduce
 // the Hugging Face transformers fixture on the CPU VM: prompt logits within 1e-4 relative error
 // (f32 activations over the bf16 checkpoint) and the 32 greedy tokens exactly.
 #include <catch2/catch.hpp>
@@ -31,6 +32,7 @@ std::vector<Variant> variants() {
     Variant b{"N_tile 64, 4 KV partitions, every fusion, load_balance on h100", "h100", {}};
     b.config.tiling["gemv"]["N_tile"] = 64;
     b.config.tiling["attention"]["kv_partitions"] = 4;
+    b.config.tiling["argmax"]["N_tile"] = 64;
     b.config.fusion_grouping = {{"rmsnorm", "q_proj", "k_proj", "v_proj"},
                                 {"rmsnorm", "gate_proj", "up_proj"},
                                 {"o_proj", "residual_add"},
@@ -43,6 +45,7 @@ std::vector<Variant> variants() {
     Variant c{"uneven tiles, 3 partitions of 1 head, partial fusion, round_robin, linear pages", "h100", {}};
     c.config.tiling["gemv"]["N_tile"] = 100;
     c.config.tiling["lm_head"]["N_tile"] = 1000;
+    c.config.tiling["argmax"]["N_tile"] = 100;  // uneven argmax tiles, then their combine
     c.config.tiling["attention"]["kv_partitions"] = 3;
     c.config.tiling["attention"]["heads_per_task"] = 1;
     c.config.fusion_grouping = {{"o_proj", "residual_add"}, {"silu_mul", "down_proj"}};
