@@ -47,12 +47,12 @@ AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_f32(const float4* p4, int64_t n4, int
   return best;
 }
 
-/// This thread's best over the logits [a.begin, a.end) (whole or tile): contiguous F32 logits go
+/// This thread's best over all the logits (the whole scan): contiguous F32 logits go
 /// 4 per float4, 16 float4 in flight (argmax_scan_f32); bf16 / f16 8 per 16-byte load (load8), 4
 /// such loads in flight; the rest one by one. Several loads in flight per thread before any
 /// compare: a plain strided loop was one dependent L2 round trip per 512 logits (117 us for a
 /// 128256-entry vocabulary on an H200).
-AMK_DEVICE ArgmaxBest argmax_scan_range(const SampleArgmaxArgs& a) {
+AMK_DEVICE ArgmaxBest argmax_scan_whole(const SampleArgmaxArgs& a) {
   const int64_t begin = a.begin, n = a.end - a.begin, threads = block_threads();
   ArgmaxBest best{__int_as_float(0x7fc00000), kArgmaxNone};  // NaN: anything non-NaN beats it
   auto consider = [&](float v, int64_t i) {
@@ -101,6 +101,35 @@ AMK_DEVICE ArgmaxBest argmax_scan_range(const SampleArgmaxArgs& a) {
   return best;
 }
 
+/// This thread's best over a tile [a.begin, a.end): a compact loop (one float4 or one element per
+/// iteration, not unrolled). A tile is ~1000 logits per SM, one load per thread, so deep
+/// unrolling buys nothing there, and its code would be fetched cold: the task runs once per token
+/// on an SM that has just streamed the LM head through its caches.
+AMK_DEVICE_NOINLINE ArgmaxBest argmax_scan_tile(const SampleArgmaxArgs& a) {
+  const int64_t begin = a.begin, n = a.end - a.begin, threads = block_threads();
+  ArgmaxBest best{__int_as_float(0x7fc00000), kArgmaxNone};
+  int64_t done = 0;
+  if (a.logits.dtype == AMK_DTYPE_F32 && vec8_ok(a.logits, begin, n / 8 * 8)) {
+    const float4* p4 = reinterpret_cast<const float4*>(static_cast<const float*>(a.logits.ptr) + begin);
+#pragma unroll 1
+    for (int64_t q = block_tid(); q < n / 4; q += threads) {
+      const float4 v = p4[q];
+      const int i = static_cast<int>(begin + q * 4);
+      if (argmax_better(v.x, i, best.v, best.i)) best = ArgmaxBest{v.x, i};
+      if (argmax_better(v.y, i + 1, best.v, best.i)) best = ArgmaxBest{v.y, i + 1};
+      if (argmax_better(v.z, i + 2, best.v, best.i)) best = ArgmaxBest{v.z, i + 2};
+      if (argmax_better(v.w, i + 3, best.v, best.i)) best = ArgmaxBest{v.w, i + 3};
+    }
+    done = n / 4 * 4;
+  }
+#pragma unroll 1
+  for (int64_t i = done + block_tid(); i < n; i += threads) {
+    const float v = a.logits.load(begin + i);
+    if (argmax_better(v, begin + i, best.v, best.i)) best = ArgmaxBest{v, static_cast<int>(begin + i)};
+  }
+  return best;
+}
+
 /// SAMPLE_ARGMAX, whole block: the whole scan, a tile, or a combine over candidates. Uses
 /// 2 * warps words of ctx.s_work.
 AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
@@ -123,8 +152,10 @@ AMK_DEVICE_NOINLINE int32_t sample_argmax_run(const amk_program_t& p, const amk_
     }
     if (compute_any(bad)) return AMK_DEVERR_INDEX_OUT_OF_RANGE;
     fallback = static_cast<const int32_t*>(a.candidates.ptr)[a.candidates.offset(0)];
+  } else if (a.form == ArgmaxForm::kTile) {
+    best = argmax_scan_tile(a);
   } else {
-    best = argmax_scan_range(a);
+    best = argmax_scan_whole(a);
   }
   for (int m = gpu::kWarpSize / 2; m >= 1; m >>= 1) {
     const float ov = gpu::shfl_xor(best.v, m);
