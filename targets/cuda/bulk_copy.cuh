@@ -39,6 +39,28 @@ AMK_DEVICE void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes, 
                : "memory");
 }
 
+/// One thread: bulk_copy_to_shared for bytes that are read once per launch (the weight ring):
+/// the copy carries an L2 evict-first policy, so the weight stream (far more bytes per stage than
+/// L2 holds) is what L2 evicts first, not the kernel's code, the activations and the KV rows. A
+/// profile of the 1B decode (docs/PERFORMANCE.md row 67) showed the small tasks (rope, KV append,
+/// argmax) stalled on instruction fetch most of their time: the 2.7 MB kernel's code was cold.
+/// -DAMK_NO_L2_EVICT_FIRST: no hint (A/B measurements).
+AMK_DEVICE void bulk_copy_once_to_shared(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#ifdef AMK_NO_L2_EVICT_FIRST
+  bulk_copy_to_shared(dst, src, bytes, bar);
+#else
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+#endif  // AMK_NO_L2_EVICT_FIRST
+}
+
 /// One thread: arrive on `bar` (release at CTA scope: this thread's earlier writes, and those it
 /// has observed, are visible to whoever sees the phase complete).
 AMK_DEVICE void mbarrier_arrive(uint64_t* bar) {

@@ -260,7 +260,7 @@ struct StreamProducer {
         rec->bytes = n;
         rec->t_issue = gpu::global_timer_ns();
       }
-      gpu::bulk_copy_to_shared(ring.slot(issued), src, n, ring.bar(issued));
+      gpu::bulk_copy_once_to_shared(ring.slot(issued), src, n, ring.bar(issued));
       ++issued;
     }
     return issued != before;
