@@ -6,7 +6,9 @@ SASS_CSV is ncu's source page (--page source --csv --print-source sass, may be .
 `nvdisasm -gi -c` of the same cubin (may be .gz), which names every instruction's function (its
 .text section: each NOINLINE micro-kernel is one) and source line. The two are joined on the
 instruction's offset and mnemonic. Prints the match rate, then samples per function with the top
-stall reasons, then the N (default 30) hottest source lines."""
+stall reasons, then per source file (innermost line) its share and how much of it waits for the
+instruction fetch (`no_inst`: cold code, docs/PERFORMANCE.md row 67), then the N (default 30)
+hottest source lines."""
 import collections
 import gzip
 import re
@@ -97,6 +99,7 @@ def main():
     total = sum(num(r[sample_col]) for r in body) or 1.0
     per_fn = collections.defaultdict(lambda: collections.Counter())
     per_line = collections.defaultdict(lambda: collections.Counter())
+    per_file = collections.defaultdict(lambda: collections.Counter())
     matched = 0.0
     prev_fn = None
     for r, a in zip(body, addrs):
@@ -109,7 +112,7 @@ def main():
             fn, _, inner, outer = pick
             prev_fn = fn
             matched += s
-        for key, table in ((fn, per_fn), ((fn, inner, outer), per_line)):
+        for key, table in ((fn, per_fn), ((fn, inner, outer), per_line), (inner.split(":")[0], per_file)):
             table[key]["samples"] += s
             for c in stall_cols:
                 table[key][head[c]] += num(r[c])
@@ -127,6 +130,12 @@ def main():
         if c["samples"] / total < 0.002:
             continue
         print(f"{c['samples'] / total * 100:5.1f}%  {names.get(fn, fn)[:60]:60s}  {reasons(c)}")
+    print("\n== per source file (innermost line): share of all samples, no_inst share of its samples, top reasons")
+    for f, c in sorted(per_file.items(), key=lambda kv: -kv[1]["samples"]):
+        if c["samples"] < 5:  # the small stages matter even at a tiny share of all samples
+            continue
+        print(f"{c['samples'] / total * 100:5.1f}%  no_inst {c['stall_no_inst'] / max(c['samples'], 1) * 100:5.1f}%"
+              f"  {f[:48]:48s} {reasons(c, 2)}")
     print(f"\n== hottest {top} source lines (innermost line / outermost caller line in that function)")
     for (fn, inner, outer), c in sorted(per_line.items(), key=lambda kv: -kv[1]["samples"])[:top]:
         print(f"{c['samples'] / total * 100:5.1f}%  {names.get(fn, fn)[:28]:28s} {inner:34s} {outer:34s} {reasons(c, 2)}")
