@@ -375,11 +375,18 @@ AMK_DEVICE void fence_acquire_gpu() {
 
 /// Device-scope release increment: every write this thread ordered before it (the block's writes,
 /// after a barrier) is visible to whoever acquires the new value.
+/// CUDA: red.release alone. A release is cumulative in the PTX memory model: the other threads'
+/// writes that thread 0 observed through bar.sync are released with its own, so the block needs
+/// no sequentially consistent fence (__threadfence, fence.sc.gpu) in front of it. The task's end
+/// waits on each fence on thread 0, and every compute barrier of the next task waits on thread 0
+/// (docs/PERFORMANCE.md, row 70). -DAMK_SC_TASK_END restores the extra fence for an A/B run.
 AMK_DEVICE void atomic_add_release_gpu(uint32_t* p, uint32_t v) {
 #ifdef AMK_USE_HIP
   __hip_atomic_fetch_add(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-  __threadfence();  // cumulativity: the block's writes observed through the barrier
+#ifdef AMK_SC_TASK_END
+  __threadfence();
+#endif  // AMK_SC_TASK_END
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 #else
   __threadfence();
@@ -387,14 +394,19 @@ AMK_DEVICE void atomic_add_release_gpu(uint32_t* p, uint32_t v) {
 #endif  // AMK_USE_HIP
 }
 
-/// Device-scope release store.
-AMK_DEVICE void store_release_gpu(int32_t* p, int32_t v) {
+/// Device-scope relaxed store: a value that orders nothing else (a progress word the host reads
+/// after the stream has drained). Unlike a release store it does not wait for this thread's
+/// earlier memory operations (the counter increment just before it) to complete.
+AMK_DEVICE void store_relaxed_gpu(int32_t* p, int32_t v) {
 #ifdef AMK_USE_HIP
-  __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+  __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#ifdef AMK_SC_TASK_END
   asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 #else
-  __threadfence();
+  asm volatile("st.relaxed.gpu.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+#endif  // AMK_SC_TASK_END
+#else
   *reinterpret_cast<volatile int32_t*>(p) = v;
 #endif  // AMK_USE_HIP
 }

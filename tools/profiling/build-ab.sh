@@ -58,16 +58,22 @@ bench() {  # variant, round, model tag, model config, ctx list
 import json; j = json.load(open('$out.json')); print(' '.join(f\"{r['amk_ms_per_token']:.3f}\" for r in j['results']) + ' |')
 " 2>/dev/null || echo "FAILED: $(tail -1 "$out.err") |") "
 }
+launch() {  # variant: empty launch / per task / per hop (us)
+  R[$1.launch]="${R[$1.launch]:-}$(timeout 120 "$ROOT/build-ab-$1/tools/amk-bench" launch --json 2>/dev/null | python3 -c "
+import json, sys; j = json.load(sys.stdin); print(f\"{j['empty_launch_us']:.2f} / {j['per_task_us']:.3f} / {j['per_hop_us']:.3f} |\")
+" 2>/dev/null || echo "FAILED |") "
+}
 for round in $(seq 1 "${AMK_AB_ROUNDS:-2}"); do
   for n in "${names[@]}"; do
+    launch "$n"
     bench "$n" "$round" 1b llama-3.2-1b.json "${AMK_AB_CTX:-128}"
     [ "${AMK_SKIP_8B:-0}" != 1 ] && bench "$n" "$round" 8b llama-3-8b.json 128
   done
 done
 
-echo "================ build-ab (ms per token, one column per round) ================"
+echo "================ build-ab (ms per token, one column per round; launch: empty / per task / per hop us) ================"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 for n in "${names[@]}"; do
   printf '%-10s [%s]\n' "$n" "${ARGS[$n]}"
-  for k in build regs tests 1b 8b; do [ -n "${R[$n.$k]+x}" ] && printf '  %-6s %s\n' "$k" "${R[$n.$k]}"; done
+  for k in build regs tests launch 1b 8b; do [ -n "${R[$n.$k]+x}" ] && printf '  %-6s %s\n' "$k" "${R[$n.$k]}"; done
 done

@@ -103,6 +103,7 @@ class CudaExecutor final : public Executor {
     *reinterpret_cast<volatile int32_t*>(h_abort_) = 0;
 
     KernelArgs args = args_;
+    args.step = hdr->step;
     if (options.trace != nullptr) {
       Status t = prepare_trace();
       if (!t) return t;

@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   const int32_t end = args.prog.sm_queue_offsets[worker + 1];
   if (threadIdx.x == 0) {
     s.prog = args.prog;
-    s.step = *args.prog.step;  // per-step values are fixed for the launch: one read, then shared
+    s.step = args.step;  // per-step values are fixed for the launch: a kernel parameter, no global read
     s.prog.step = &s.step;
     for (int i = 0; i < args.staged_tasks; ++i) {
       s.task_ready[i].init(gpu::kWarpSize);  // every loader lane releases the words it staged
@@ -526,7 +526,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         rec->worker = worker;
       }
       if (out_counter >= 0 && out_counter < p.n_counters) gpu::atomic_add_release_gpu(&p.counters[out_counter], 1u);
-      gpu::store_release_gpu(&args.progress[worker], t + 1);
+      gpu::store_relaxed_gpu(&args.progress[worker], t + 1);
     }
     // The slot may be restaged once every compute thread has released its own reads of it.
     if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();

@@ -37,6 +37,9 @@ inline constexpr int kMaxStagedTasks = 4;
 /// Everything one launch needs, passed by value (device pointers only).
 struct KernelArgs {
   amk_program_t prog;       ///< device tables; abort_flag is host-mapped; step / error are device memory
+  /// The launch's step block by value: the first thing every block needs, so it comes with the
+  /// launch instead of one global round trip at the start of each block (prog.step holds a copy).
+  amk_step_t step;
   int32_t* progress;        ///< [workers] tasks completed this launch (device memory)
   int32_t work_floats;      ///< dynamic shared memory per block, in floats
   int32_t prefetch_depth;   ///< > 0: warm L2 with a task's weights when it is staged, if the ring is off
