@@ -366,6 +366,13 @@ AMK_DEVICE void fence_acquire_gpu() {
   // Agent scope, spelled out: clang's __atomic_thread_fence is system scope on AMDGPU, which on
   // gfx90a adds an L2 writeback and invalidate (buffer_wbl2, buffer_invl2) to every poll success.
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+#elif !defined(AMK_FENCE_ACQ_REL) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+  // An acquire-only fence (PTX 8.6, sm_90): on an H200 it is a bare L1 invalidate (CCTL.IVALL),
+  // where fence.acq_rel.gpu adds a MEMBAR.ALL.GPU that drains this thread's outstanding memory
+  // operations first. Every counter wait pays it once: per hop 1.80 -> 1.55 us, Llama-1B
+  // -2.0% per token (docs/PERFORMANCE.md, row 71). -DAMK_FENCE_ACQ_REL for the A/B.
+  asm volatile("fence.acquire.gpu;" ::: "memory");
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   asm volatile("fence.acq_rel.gpu;" ::: "memory");
 #else

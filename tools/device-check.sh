@@ -157,7 +157,7 @@ PY
 note "amk-bench: launch costs and decode"
 if cmake --build "$BUILD" -j"$JOBS" --target amk-bench amk-stream-probe >"$LOGS/bench-build.log" 2>&1; then
   timeout 120 "$BUILD/tools/amk-bench" launch --json >"$LOGS/bench-launch.json" 2>"$LOGS/bench-launch.err"
-  RESULT[launch-costs]="$(python3 -c "import json;j=json.load(open('$LOGS/bench-launch.json'));print(f\"empty launch {j['empty_launch_us']:.2f} us, per task {j['per_task_us']:.2f} us, per cross-SM hop {j['per_hop_us']:.2f} us\")" 2>/dev/null || tail -1 "$LOGS/bench-launch.err")"
+  RESULT[launch-costs]="$(python3 -c "import json;j=json.load(open('$LOGS/bench-launch.json'));print(f\"empty launch {j['empty_launch_us']:.2f} us (empty kernel {j['empty_kernel_us']:.2f}), per task {j['per_task_us']:.2f} us, per cross-SM hop {j['per_hop_us']:.2f} us\")" 2>/dev/null || tail -1 "$LOGS/bench-launch.err")"
   timeout 240 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/llama-3.2-1b.json" --ctx 128,8192 \
     --json >"$LOGS/bench-1b.json" 2>"$LOGS/bench-1b.err"
   RESULT[llama-1b]="$(bench_line "$LOGS/bench-1b.json" || echo "FAILED: $(tail -1 "$LOGS/bench-1b.err")")"

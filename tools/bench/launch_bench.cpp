@@ -45,7 +45,9 @@ ir::Program nop_program(int sms, int per_sm, bool hop) {
   return p;
 }
 
-Status time_program(const ir::Program& prog, int launches, double* median_us) {
+/// The median device time of `prog`'s launches; with `floor_us`, also that of an empty kernel
+/// launched with the same geometry (vm::gpu_empty_launch_us).
+Status time_program(const ir::Program& prog, int launches, double* median_us, double* floor_us = nullptr) {
   const ir::ValidationResult v = ir::validate(prog);
   if (!v.ok) return Status(StatusCode::Internal, "the benchmark's NOP program was rejected: " + v.report());
   auto image = loader::load_program(prog, loader::LoadOptions{});
@@ -61,7 +63,7 @@ Status time_program(const ir::Program& prog, int launches, double* median_us) {
   }
   std::sort(us.begin(), us.end());
   *median_us = us[us.size() / 2];
-  return Status::ok();
+  return floor_us != nullptr ? vm::gpu_empty_launch_us(**ex, launches, floor_us) : Status::ok();
 }
 
 }  // namespace
@@ -79,8 +81,8 @@ int run_launch_bench(const LaunchBenchOptions& o) {
     return fail("cannot read the properties of " + device);
   const int sms = props.multiProcessorCount;
   if (sms < 2) return fail("the per-hop figure needs at least 2 SMs; " + device + " has " + std::to_string(sms));
-  double empty = 0, chain = 0, hop = 0;
-  Status s = time_program(nop_program(sms, 1, false), o.launches, &empty);
+  double empty = 0, floor = 0, chain = 0, hop = 0;
+  Status s = time_program(nop_program(sms, 1, false), o.launches, &empty, &floor);
   if (s) s = time_program(nop_program(sms, o.chain, false), o.launches, &chain);
   if (s) s = time_program(nop_program(sms, 1, true), o.launches, &hop);
   if (!s) return fail(s.message());
@@ -92,6 +94,7 @@ int run_launch_bench(const LaunchBenchOptions& o) {
     j["device"] = device;
     j["workers"] = sms;
     j["empty_launch_us"] = empty;
+    j["empty_kernel_us"] = floor;
     j["per_task_us"] = per_task;
     j["per_hop_us"] = per_hop;
     j["launches"] = o.launches;
@@ -100,6 +103,7 @@ int run_launch_bench(const LaunchBenchOptions& o) {
     std::printf("device: %s, %d workers, median of %d launches (stream events around the kernel)\n", device.c_str(),
                 sms, o.launches);
     std::printf("empty launch (one NOP per SM)      %8.2f us   (target <= 10 us)\n", empty);
+    std::printf("  of which an empty kernel         %8.2f us   (same grid, block and shared memory)\n", floor);
     std::printf("per task (%d NOPs per SM)          %8.3f us\n", o.chain, per_task);
     std::printf("per cross-SM hop (chain of %d)     %8.3f us\n", sms, per_hop);
   }

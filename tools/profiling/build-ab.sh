@@ -60,7 +60,7 @@ import json; j = json.load(open('$out.json')); print(' '.join(f\"{r['amk_ms_per_
 }
 launch() {  # variant: empty launch / per task / per hop (us)
   R[$1.launch]="${R[$1.launch]:-}$(timeout 120 "$ROOT/build-ab-$1/tools/amk-bench" launch --json 2>/dev/null | python3 -c "
-import json, sys; j = json.load(sys.stdin); print(f\"{j['empty_launch_us']:.2f} / {j['per_task_us']:.3f} / {j['per_hop_us']:.3f} |\")
+import json, sys; j = json.load(sys.stdin); print(f\"{j['empty_launch_us']:.2f} ({j['empty_kernel_us']:.2f}) / {j['per_task_us']:.3f} / {j['per_hop_us']:.3f} |\")
 " 2>/dev/null || echo "FAILED |") "
 }
 for round in $(seq 1 "${AMK_AB_ROUNDS:-2}"); do

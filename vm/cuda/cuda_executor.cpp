@@ -416,6 +416,7 @@ class CudaExecutor final : public Executor {
   /// share: it decodes on the device, which reports the error by name.
   Status upload_task_blobs(const std::vector<amk_buffer_t>& device_buffers) {
     args_.stream = nullptr;
+    args_.queue_insts = nullptr;
     args_.blobs = nullptr;
     report_.streamed_tasks = 0;
     amk_program_t view = image_.view();
@@ -442,17 +443,25 @@ class CudaExecutor final : public Executor {
       }
       chunks_per_worker_ = std::max(chunks_per_worker_, static_cast<int32_t>(std::min<int64_t>(chunks, INT32_MAX)));
     }
-    // One allocation: [stream entries | blobs] (blobs 256-byte aligned; the kernel copies them
-    // word by word).
+    // The instructions again in queue order, so staging a task is one load per word instead of
+    // a load of sm_queue[q] and then a dependent one of the instruction it names.
+    std::vector<amk_instruction_t> queue_insts(n);
+    for (size_t q = 0; q < n; ++q) queue_insts[q] = view.instructions[view.sm_queue[q]];
+    // One allocation: [stream entries | queue-ordered instructions | blobs] (256-byte aligned
+    // parts; the kernel copies instructions and blobs word by word).
     const size_t n1 = std::max<size_t>(n, 1);
-    const size_t blobs_at = align_up(n1 * sizeof(table[0]), kAlign);
+    const size_t insts_at = align_up(n1 * sizeof(table[0]), kAlign);
+    const size_t blobs_at = align_up(insts_at + n1 * sizeof(amk_instruction_t), kAlign);
     AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_stream_), blobs_at + n1 * blob_bytes));
+    char* const base = reinterpret_cast<char*>(d_stream_);
     if (n > 0) {
       AMK_GPU_TRY(gpu::memcpy_h2d(d_stream_, table.data(), n * sizeof(table[0])));
-      AMK_GPU_TRY(gpu::memcpy_h2d(reinterpret_cast<char*>(d_stream_) + blobs_at, blobs.data(), n * blob_bytes));
+      AMK_GPU_TRY(gpu::memcpy_h2d(base + insts_at, queue_insts.data(), n * sizeof(amk_instruction_t)));
+      AMK_GPU_TRY(gpu::memcpy_h2d(base + blobs_at, blobs.data(), n * blob_bytes));
     }
     if (ring_slots_ > 0) args_.stream = d_stream_;
-    args_.blobs = reinterpret_cast<const unsigned char*>(d_stream_) + blobs_at;
+    args_.queue_insts = reinterpret_cast<const amk_instruction_t*>(base + insts_at);
+    args_.blobs = reinterpret_cast<const unsigned char*>(base + blobs_at);
     report_.task_blob_bytes = static_cast<int>(blob_bytes);
     return Status::ok();
   }
@@ -716,6 +725,38 @@ const GpuKernelReport* gpu_kernel_report(const Executor& executor) {
 const void* gpu_device_buffer(const Executor& executor, int32_t index) {
   const auto* c = dynamic_cast<const CudaExecutor*>(&executor);
   return c != nullptr ? c->device_buffer(index) : nullptr;
+}
+
+Status gpu_empty_launch_us(const Executor& executor, int launches, double* median_us) {
+  const GpuKernelReport* r = gpu_kernel_report(executor);
+  if (r == nullptr) return Status(StatusCode::InvalidArgument, "the launch floor needs a GPU executor");
+  if (launches < 1) return Status(StatusCode::InvalidArgument, "the launch floor needs at least one launch");
+  gpu::Stream stream{};
+  gpu::Event begin{}, end{};
+  AMK_GPU_TRY(gpu::stream_create(&stream));
+  std::vector<double> us;
+  Status s = Status::ok();
+  const auto check = [&](gpu::Error e, const char* what) {
+    if (s && e != gpu::kSuccess) s = Status(StatusCode::DeviceError, std::string(what) + ": " + gpu::error_string(e));
+  };
+  check(gpu::event_create(&begin), "event_create");
+  check(gpu::event_create(&end), "event_create");
+  for (int i = 0; s && i < 20 + launches; ++i) {  // as the executor's launches: one at a time, synchronized
+    check(gpu::event_record(begin, stream), "event_record");
+    if (s) s = gpuvm::empty_kernel_launch(r->workers, static_cast<size_t>(r->dyn_smem_bytes), stream);
+    check(gpu::event_record(end, stream), "event_record");
+    check(gpu::stream_sync(stream), "stream_sync");
+    float ms = 0.0f;
+    check(gpu::event_elapsed_ms(&ms, begin, end), "event_elapsed_ms");
+    if (s && i >= 20) us.push_back(1000.0 * static_cast<double>(ms));
+  }
+  if (begin != gpu::Event{}) (void)gpu::event_destroy(begin);
+  if (end != gpu::Event{}) (void)gpu::event_destroy(end);
+  (void)gpu::stream_destroy(stream);
+  if (!s) return s;
+  std::sort(us.begin(), us.end());
+  *median_us = us[us.size() / 2];
+  return Status::ok();
 }
 
 std::string cuda_device_name() {

@@ -55,6 +55,11 @@ const GpuKernelReport* gpu_kernel_report(const Executor& executor);
 /// executors or an index out of range). For benchmarks that run other code on the same weights.
 const void* gpu_device_buffer(const Executor& executor, int32_t index);
 
+/// The median device time of `launches` cooperative launches (after 20 untimed) of an empty kernel
+/// with the geometry of `executor`'s persistent kernel (a GPU executor): what any launch of it
+/// costs before it does anything (amk-bench launch prints it beside the empty program).
+Status gpu_empty_launch_us(const Executor& executor, int launches, double* median_us);
+
 /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)", or why there is none.
 std::string cuda_device_name();
 

@@ -82,7 +82,12 @@ __device__ void stage_task(const KernelArgs& args, int32_t qi, TaskSlot& slot, i
   constexpr int kInstVecs = static_cast<int>(sizeof(amk_instruction_t) / 16);
   constexpr int kVecs = kInstVecs + static_cast<int>(instructions::kTaskBlobBytes / 16);
   constexpr int kMaxPerThread = 4;  // the loader warp: 71 words over its lanes
+#ifdef AMK_NO_QUEUE_INSTS  // A/B knob: the instruction through sm_queue (one more round trip)
   const auto* isrc = reinterpret_cast<const int4*>(&args.prog.instructions[args.prog.sm_queue[qi]]);
+#else
+  const auto* isrc = reinterpret_cast<const int4*>(args.queue_insts != nullptr ? &args.queue_insts[qi]
+                                                                               : &args.prog.instructions[args.prog.sm_queue[qi]]);
+#endif  // AMK_NO_QUEUE_INSTS
   const auto* bsrc = reinterpret_cast<const int4*>(args.blobs + static_cast<int64_t>(qi) * instructions::kTaskBlobBytes);
   const int words = args.blobs != nullptr ? kVecs : kInstVecs;
   for (int i0 = t; i0 < words; i0 += kMaxPerThread * n) {
@@ -531,6 +536,22 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     // The slot may be restaged once every compute thread has released its own reads of it.
     if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();
   }
+}
+
+/// The launch floor: a kernel that does nothing, launched as the persistent kernel is.
+__global__ void __launch_bounds__(kBlockThreads, 1) amk_empty_kernel() {}
+
+Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {
+#ifdef AMK_USE_HIP
+  AMK_GPU_TRY(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(&amk_empty_kernel), dim3(workers),
+                                         dim3(kBlockThreads), nullptr, static_cast<unsigned>(dyn_smem), stream));
+#else
+  AMK_GPU_TRY(cudaFuncSetAttribute(amk_empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(dyn_smem)));
+  AMK_GPU_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&amk_empty_kernel), dim3(workers),
+                                          dim3(kBlockThreads), nullptr, dyn_smem, stream));
+#endif  // AMK_USE_HIP
+  return Status::ok();
 }
 
 Status kernel_resources(size_t dyn_smem, KernelResources* out) {

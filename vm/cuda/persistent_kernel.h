@@ -55,6 +55,9 @@ struct KernelArgs {
   /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
   /// (ring off). Built by the host with instructions::gemv_stream_chunk_bytes().
   const WeightStreamEntry* stream;
+  /// [queue length] prog.instructions[prog.sm_queue[q]] for every queue slot q, or nullptr (the
+  /// kernel then goes through sm_queue: two dependent loads per staged task instead of one).
+  const amk_instruction_t* queue_insts;
   /// [queue length x instructions::kTaskBlobBytes] each task's host-decoded operands (device
   /// pointers; a GemvPlan for streamed tasks), or nullptr: every task decodes on the device.
   const unsigned char* blobs;
@@ -85,6 +88,10 @@ Status kernel_resources(size_t dyn_smem, KernelResources* out);
 
 /// Cooperative launch of `workers` blocks on `stream`.
 Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::Stream stream);
+
+/// Cooperative launch of an empty kernel with the persistent kernel's geometry (block size,
+/// `workers` blocks, `dyn_smem` bytes of dynamic shared memory): the floor under every launch.
+Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream);
 
 }  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm::gpuvm
