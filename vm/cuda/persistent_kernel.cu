@@ -285,6 +285,12 @@ struct StreamProducer {
 /// Run a streamed GEMV-like task from its host-decoded `plan`: stage x, then consume its chunks
 /// in order, telling the loader of each freed slot. `consumed` is the compute warps' count of
 /// consumed chunks (every compute thread keeps the same value).
+#ifdef AMK_EAGER_RING_FREE
+inline constexpr bool kDeferLastRingFree = false;
+#else
+inline constexpr bool kDeferLastRingFree = true;
+#endif  // AMK_EAGER_RING_FREE
+
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const WeightStreamEntry& e, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
                                 int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
@@ -319,7 +325,11 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
     // of them). Thread 0 alone after gemv_stream_chunk's barrier orders them as well by the PTX
     // memory model, but racecheck then reports the next bulk copy into the slot as racing the
     // reads; per-thread arrivals cost nothing measurable (docs/PERFORMANCE.md, row 25).
-    ring_free[c % ring.slots].arrive();
+    // The task's last chunk: thread 0 arrives only after the task's release (the caller's
+    // ring_free_after_release), so the loader cannot refill this slot, and put a bulk copy in
+    // flight, while thread 0's red.release drains its memory operations (docs/PERFORMANCE.md,
+    // row 72). -DAMK_EAGER_RING_FREE frees it at once for the A/B.
+    if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
   }
   return AMK_DEVERR_NONE;
 }
@@ -499,14 +509,19 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     int32_t rc = slot.stop;
     const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(slot.blob);
     ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == slot.inst.op ? blob : nullptr;
+#if AMK_HAVE_BULK_COPY
+    int32_t free_after_release = -1;  // thread 0: the ring slot of this task's last chunk (run_streamed)
+#endif  // AMK_HAVE_BULK_COPY
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
-      if (slot.entry.bytes > 0)  // the host made this task's blob a GemvPlan (upload_task_blobs)
+      if (slot.entry.bytes > 0) {  // the host made this task's blob a GemvPlan (upload_task_blobs)
+        const int32_t before = consumed;
         rc = ctx.blob == nullptr || ctx.blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value
                  ? AMK_DEVERR_BAD_PARAMS
                  : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), slot.entry, ctx, ring,
                                 s.part, &consumed, s.ring_free, chunk_trace);
-      else
+        if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
+      } else
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, slot.inst, ctx);
     }
@@ -532,6 +547,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       }
       if (out_counter >= 0 && out_counter < p.n_counters) gpu::atomic_add_release_gpu(&p.counters[out_counter], 1u);
       gpu::store_relaxed_gpu(&args.progress[worker], t + 1);
+#if AMK_HAVE_BULK_COPY
+      if (free_after_release >= 0) s.ring_free[free_after_release].arrive();
+#endif  // AMK_HAVE_BULK_COPY
     }
     // The slot may be restaged once every compute thread has released its own reads of it.
     if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();
