@@ -95,6 +95,12 @@ AMK_DEVICE void attn_merge(AttnState<E>& s, const AttnState<E>& o) {
 /// slots) and the warps merge in shared memory (attention_merge_store). At ctx 128 and head_dim 64
 /// that is one round trip for all keys, where attention_head needs three. Preconditions
 /// (attention_vec_ok): contiguous K/V of dtype DT, 16-byte aligned rows, L a power of two <= warp.
+#ifdef AMK_ATTN_Q_GENERIC
+inline constexpr bool kAttnQGeneric = true;
+#else
+inline constexpr bool kAttnQGeneric = false;
+#endif  // AMK_ATTN_Q_GENERIC
+
 template <int DT>
 AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
   constexpr int E = DT == AMK_DTYPE_F32 ? 4 : 8;  // elements per 16 bytes
@@ -107,9 +113,20 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
   const int sub = lane % L, kslot = lane / L;
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
   compute_barrier();  // the previous head's merge has read s_part
-  float q[E];
+  // q of dtype DT, contiguous and 16-byte aligned: one raw load issued here and unpacked only
+  // after the first K / V loads are issued, so its round trip overlaps theirs (per element
+  // through Tensor::load, q was a round trip of its own before any K / V load). -DAMK_ATTN_Q_GENERIC
+  // for the A/B (docs/PERFORMANCE.md, row 73).
+  const char* qsrc = static_cast<const char*>(a.q.ptr) + (h * hd + sub * E) * kEsize;
+  bool q_pending = !kAttnQGeneric && a.q.contiguous && a.q.dtype == DT && (reinterpret_cast<uintptr_t>(qsrc) & 15u) == 0;
+  float q[E] = {};
+  uint4 q_raw = make_uint4(0u, 0u, 0u, 0u);
+  if (q_pending) {
+    q_raw = *reinterpret_cast<const uint4*>(qsrc);
+  } else {
 #pragma unroll
-  for (int e = 0; e < E; ++e) q[e] = a.q.load(h * hd + sub * E + e);
+    for (int e = 0; e < E; ++e) q[e] = a.q.load(h * hd + sub * E + e);
+  }
   AttnState<E> st = attn_empty<E>();
   const char* kbase = static_cast<const char*>(a.k.ptr) + (g * hd + sub * E) * kEsize;
   const char* vbase = static_cast<const char*>(a.v.ptr) + (g * hd + sub * E) * kEsize;
@@ -128,6 +145,10 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
         kk[u] = make_uint4(0u, 0u, 0u, 0u);
         vv[u] = make_uint4(0u, 0u, 0u, 0u);
       }
+    }
+    if (q_pending) {  // this thread's first round, after its K / V loads are issued
+      unpack16<DT>(q_raw, q);
+      q_pending = false;
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
