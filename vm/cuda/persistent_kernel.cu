@@ -325,8 +325,8 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const Weight
     // of them). Thread 0 alone after gemv_stream_chunk's barrier orders them as well by the PTX
     // memory model, but racecheck then reports the next bulk copy into the slot as racing the
     // reads; per-thread arrivals cost nothing measurable (docs/PERFORMANCE.md, row 25).
-    // The task's last chunk: thread 0 arrives only after the task's release (the caller's
-    // ring_free_after_release), so the loader cannot refill this slot, and put a bulk copy in
+    // The task's last chunk: thread 0 arrives only after the task's release (the kernel loop's
+    // free_after_release), so the loader cannot refill this slot, and put a bulk copy in
     // flight, while thread 0's red.release drains its memory operations (docs/PERFORMANCE.md,
     // row 72). -DAMK_EAGER_RING_FREE frees it at once for the A/B.
     if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
