@@ -24,8 +24,9 @@
 // walks that list as one continuous byte stream cut into chunks of whole rows, and keeps every
 // ring slot busy with one bulk copy (TMA) per chunk, each completing on that slot's mbarrier.
 // Tasks consume the chunks in the same order (gemv_stream_begin / gemv_stream_chunk, from a
-// GemvPlan the host decoded, in the task's blob) and report each consumed chunk; the loader
-// refills the freed slot at once, with the next chunk of this task or of a later one. So an SM's
+// GemvPlan the host decoded, in the task's blob) and report each consumed chunk (a task's last one
+// only after the task's release); the loader refills the freed slot at once, with the next chunk
+// of this task or of a later one. So an SM's
 // HBM stream does not stop at task boundaries, counter waits or stage barriers, and a task's
 // size no longer decides how many bytes are in flight. Tasks whose weights do not fit the stream
 // (odd layouts, batch > 1, rows longer than a slot) load them from global memory as before, with
