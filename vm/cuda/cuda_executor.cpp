@@ -21,6 +21,7 @@
 #include "instructions/gemv_like.h"
 #include "ir/enums.h"
 #include "targets/gpu.h"
+#include "vm/cuda/dyn_smem_layout.h"
 #include "vm/cuda/persistent_kernel.h"
 
 namespace amk::vm {
@@ -277,7 +278,8 @@ class CudaExecutor final : public Executor {
     // Rounded up to whole 32-byte units like the work area itself (11 compute warps: 3096 floats).
     const auto min_floats = static_cast<int64_t>(
         align_up(static_cast<size_t>(instructions::attention_smem_floats(instructions::kDeviceMaxHeadDim, warps)), 8));
-    int64_t floats = std::min<int64_t>(std::max(want, min_floats), res.max_dyn_smem_bytes / 4);
+    // The work area and the alignment slack must fit without a ring (dyn_smem_layout.h).
+    int64_t floats = std::min<int64_t>(std::max(want, min_floats), (res.max_dyn_smem_bytes - gpuvm::kDynSmemSlack) / 4);
     floats = floats / 8 * 8;
     if (floats < min_floats)
       return Status(StatusCode::Unsupported, "the device allows only " + std::to_string(res.max_dyn_smem_bytes) +
@@ -285,7 +287,8 @@ class CudaExecutor final : public Executor {
                                                  std::to_string(min_floats * 4));
     const size_t work_bytes = static_cast<size_t>(floats) * 4;
     choose_ring(res, work_bytes);
-    dyn_smem_ = work_bytes + static_cast<size_t>(ring_slots_) * static_cast<size_t>(ring_slot_bytes_);
+    const gpuvm::DynSmemLayout layout = gpuvm::dyn_smem_layout(static_cast<int64_t>(work_bytes), ring_skew_, ring_slots_, ring_slot_bytes_);
+    dyn_smem_ = static_cast<size_t>(layout.bytes);
     s = gpuvm::kernel_resources(dyn_smem_, &res);
     if (!s) return s;
     if (!res.cooperative)
@@ -324,11 +327,13 @@ class CudaExecutor final : public Executor {
     report_.loader_warps = instructions::kLoaderWarps;
     report_.ring_slots = ring_slots_;
     report_.ring_slot_bytes = ring_slot_bytes_;
+    report_.ring_offset = static_cast<int>(layout.ring_offset);
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
     args_.staged_tasks = staged;
     args_.ring_slots = ring_slots_;
     args_.ring_slot_bytes = ring_slot_bytes_;
+    args_.ring_offset = static_cast<int32_t>(layout.ring_offset);
     // 200 ns between polls: with 132 SMs spinning on a few hot counters, back-to-back polls kept
     // those counters' L2 slices so busy that the tasks on the critical path slowed down
     // (docs/PERFORMANCE.md, row 12: 8.8 -> 6.3 ms/token; 1000 ns measured the same as 200).
@@ -358,7 +363,11 @@ class CudaExecutor final : public Executor {
       longest_row = std::max<int64_t>(longest_row, mm.K * (instructions::dtype_bits(mm.w.dtype) / 8));
     }
     if (longest_row == 0) return;
-    const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) - static_cast<int64_t>(work_bytes);
+    // AMK_RING_SKEW=b: the ring b bytes past a 1024-byte boundary (a multiple of 16; measuring).
+    ring_skew_ = gpuvm::kRingSkewDefault;
+    if (const char* env = std::getenv("AMK_RING_SKEW"); env != nullptr && std::atoi(env) >= 0) ring_skew_ = std::atoi(env);
+    const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) -
+                         gpuvm::dyn_smem_layout(static_cast<int64_t>(work_bytes), ring_skew_, 1, 0).bytes;
     int64_t slot = 64 * 1024, max_slots = 2;
     if (const char* env = std::getenv("AMK_RING_SLOT_KIB"); env != nullptr && std::atoi(env) >= 1)
       slot = int64_t{1024} * std::atoi(env);
@@ -681,6 +690,7 @@ class CudaExecutor final : public Executor {
   int32_t chunks_per_worker_ = 0;         ///< the most weight-stream chunks of one worker's queue
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
+  int64_t ring_skew_ = gpuvm::kRingSkewDefault;  ///< bytes past a 1024-byte boundary (dyn_smem_layout.h)
   /// Most weight bytes a task may stream through the ring (stream_share).
   static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
   uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
@@ -700,7 +710,7 @@ std::string GpuKernelReport::summary() const {
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead, prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
-    << ring_slot_bytes << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
+    << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
     << " B host-decoded operands per task";
   return o.str();
 }

@@ -38,6 +38,7 @@ struct GpuKernelReport {
   int loader_warps = 0;   ///< warps that stage tasks and stream weights instead of computing
   int staged_tasks = 0;   ///< tasks the loader stages ahead of the compute warps
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
+  int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
   int task_blob_bytes = 0;                  ///< host-decoded operands per queue slot (task_blob.h)
   /// One line for logs.

@@ -37,6 +37,7 @@
 #include "instructions/gemv_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
 #include "targets/cuda/bulk_prefetch.cuh"
+#include "vm/cuda/dyn_smem_layout.h"
 #include "vm/cuda/stage_handoff.cuh"
 
 namespace amk::vm::gpuvm {
@@ -177,9 +178,10 @@ __device__ bool streams(const KernelArgs& args) {
   return args.ring_slots > 0 && args.stream != nullptr && args.blobs != nullptr;
 }
 
-/// The ring of this launch: dynamic shared memory after the micro-kernels' work area.
+/// The ring of this launch: dynamic shared memory after the micro-kernels' work area, at the
+/// host's offset from the aligned base (dyn_smem_layout.h).
 __device__ RingView ring_view(const KernelArgs& args, void* s_dyn, uint64_t* bars) {
-  return RingView{static_cast<char*>(s_dyn) + static_cast<int64_t>(args.work_floats) * 4, bars,
+  return RingView{static_cast<char*>(s_dyn) + args.ring_offset, bars,
                   args.ring_slots < kMaxRingSlots ? args.ring_slots : kMaxRingSlots, args.ring_slot_bytes};
 }
 
@@ -451,8 +453,21 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
 
 }  // namespace
 
+/// The dynamic shared memory base rounded up to kDynSmemAlign (the host asked for the slack), so
+/// the work area and the ring sit where dyn_smem_layout says whatever the static part's size.
+__device__ float4* aligned_dyn_base(float4* raw) {
+#if defined(__CUDA_ARCH__)
+  const auto at = static_cast<uint32_t>(__cvta_generic_to_shared(raw));  // the shared window's offset
+#else
+  const auto at = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(raw));
+#endif
+  constexpr uint32_t kMask = static_cast<uint32_t>(kDynSmemAlign) - 1u;
+  return reinterpret_cast<float4*>(reinterpret_cast<char*>(raw) + ((kMask + 1u - (at & kMask)) & kMask));
+}
+
 __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(KernelArgs args) {
-  extern __shared__ float4 s_dyn[];
+  extern __shared__ float4 s_dyn_raw[];
+  float4* const s_dyn = aligned_dyn_base(s_dyn_raw);
   __shared__ SharedState s;
   const int worker = static_cast<int>(blockIdx.x);
   const int32_t begin = args.prog.sm_queue_offsets[worker];

@@ -41,7 +41,7 @@ struct KernelArgs {
   /// launch instead of one global round trip at the start of each block (prog.step holds a copy).
   amk_step_t step;
   int32_t* progress;        ///< [workers] tasks completed this launch (device memory)
-  int32_t work_floats;      ///< dynamic shared memory per block, in floats
+  int32_t work_floats;      ///< the work area at the aligned dynamic base, in floats
   int32_t prefetch_depth;   ///< > 0: warm L2 with a task's weights when it is staged, if the ring is off
   /// Tasks the loader stages ahead of the compute warps, 1..kMaxStagedTasks (instruction,
   /// operands, counter wait): the schedule's pipelining_depth.
@@ -52,6 +52,7 @@ struct KernelArgs {
   int32_t chunk_trace_per_worker;
   int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
   int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128
+  int32_t ring_offset;      ///< bytes from the aligned dynamic base to the ring (dyn_smem_layout.h)
   /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
   /// (ring off). Built by the host with instructions::gemv_stream_chunk_bytes().
   const WeightStreamEntry* stream;
