@@ -4,6 +4,8 @@
 // q, acc and the K/V rows. Each warp keeps (m, l, acc) over its keys; the warps' states merge in
 // shared memory. PARTIAL_WRITE stores [acc, m, l] unnormalised (F32) for ATTENTION_COMBINE; an
 // empty or fully masked window gives m = -inf, l = 0, acc = 0 (and 0 when normalised).
+// FUSED ROPE_ATTENTION runs the same code after rope_fresh_prologue has put the rotated q and the
+// fresh key's k / v rows into shared memory; warp 0 adds that key after its cache keys.
 #pragma once
 #include "instructions/attention_tile.h"
 #include "instructions/elementwise.cuh"
@@ -88,6 +90,34 @@ AMK_DEVICE void attn_merge(AttnState<E>& s, const AttnState<E>& o) {
   s.m = mm;
 }
 
+/// Shared rows of ROPE_ATTENTION: s_q = ctx.s_work [hd] (rotated q of the head), then after the
+/// per-warp states the fresh key's k (rotated) and v rows [hd] each.
+AMK_DEVICE float* fresh_rows(const AttentionTileArgs& a, const DeviceCtx& ctx) {
+  return ctx.s_work + a.head_dim + static_cast<int64_t>(compute_warps()) * (a.head_dim + 2);
+}
+
+/// ROPE_ATTENTION, head h: s_q = rope(q_h) rounded to q's dtype and, when the window holds p, the
+/// fresh rows k = rope(k_new_g) and v = v_new_g rounded to the cache's dtypes. One element per
+/// thread, every load of the block issued before any is used: one round trip. Its own function so
+/// that its sin / cos (the accurate ones, as ROPE) take no registers from the attention loops
+/// (inlined, the kernel spilled 300 bytes more and every stage slowed). Whole block; ends with a
+/// barrier.
+AMK_DEVICE_NOINLINE void rope_fresh_prologue(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
+  const int64_t hd = a.head_dim, g = h / a.group;
+  const float pos = static_cast<float>(a.fresh_pos);
+  float* s_q = ctx.s_work;
+  float* s_k = fresh_rows(a, ctx);
+  float* s_v = s_k + hd;
+  const int64_t rows = a.fresh_key ? 3 : 1;  // q, then k and v when the fresh key is this task's
+  block_for(rows * hd, [&](int64_t e) {
+    const int64_t r = e / hd, d = e - r * hd;
+    if (r == 0) s_q[d] = round_to_dtype(a.q.dtype, rope_element(a.q, h * hd, d, hd, a.inv_freq, pos));
+    else if (r == 1) s_k[d] = round_to_dtype(a.k.dtype, rope_element(a.k_new, g * hd, d, hd, a.inv_freq, pos));
+    else s_v[d] = round_to_dtype(a.v.dtype, a.v_new.load(g * hd + d));
+  });
+  compute_barrier();
+}
+
 /// One head, 16-byte K/V loads: a key's row of hd elements is read by L = hd / E lanes (E elements
 /// each), so one warp load covers kWarpSize / L keys and each lane keeps kU such loads of K and of
 /// V in flight. The L lanes of a key reduce its score with xor shuffles; each lane runs its own
@@ -117,12 +147,18 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
   // after the first K / V loads are issued, so its round trip overlaps theirs (per element
   // through Tensor::load, q was a round trip of its own before any K / V load). -DAMK_ATTN_Q_GENERIC
   // for the A/B (docs/PERFORMANCE.md, row 73).
+  // ROPE_ATTENTION: q rotated into s_q by the prologue (its loads are that round trip's).
   const char* qsrc = static_cast<const char*>(a.q.ptr) + (h * hd + sub * E) * kEsize;
-  bool q_pending = !kAttnQGeneric && a.q.contiguous && a.q.dtype == DT && (reinterpret_cast<uintptr_t>(qsrc) & 15u) == 0;
+  bool q_pending = !kAttnQGeneric && !a.rope_fresh && a.q.contiguous && a.q.dtype == DT &&
+                   (reinterpret_cast<uintptr_t>(qsrc) & 15u) == 0;
   float q[E] = {};
   uint4 q_raw = make_uint4(0u, 0u, 0u, 0u);
   if (q_pending) {
     q_raw = *reinterpret_cast<const uint4*>(qsrc);
+  } else if (a.rope_fresh) {
+    rope_fresh_prologue(a, h, ctx);
+#pragma unroll
+    for (int e = 0; e < E; ++e) q[e] = ctx.s_work[sub * E + e];
   } else {
 #pragma unroll
     for (int e = 0; e < E; ++e) q[e] = a.q.load(h * hd + sub * E + e);
@@ -167,6 +203,17 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
       attn_add_key(st, sj, v);
     }
   }
+  if (a.fresh_key && warp == 0) {  // ROPE_ATTENTION: key p, from the prologue's rows
+    const float* s_k = fresh_rows(a, ctx);
+    float part = 0.0f, v[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      part = fmaf(q[e], s_k[sub * E + e], part);
+      v[e] = s_k[hd + sub * E + e];
+    }
+    for (int o = L / 2; o >= 1; o >>= 1) part += gpu::shfl_xor(part, o);  // within the key's L lanes
+    if (kslot == 0) attn_add_key(st, a.scale * part, v);
+  }
   for (int o = L; o < gpu::kWarpSize; o <<= 1) {  // merge the key slots of the same dims
     AttnState<E> other;
     other.m = gpu::shfl_xor(st.m, o);
@@ -210,7 +257,8 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
   float* s_q = ctx.s_work;
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
   compute_barrier();  // the previous head's merge has read s_part
-  block_for(hd, [&](int64_t d) { s_q[d] = a.q.load(h * hd + d); });
+  if (a.rope_fresh) rope_fresh_prologue(a, h, ctx);  // s_q and the fresh rows, then a barrier
+  else block_for(hd, [&](int64_t d) { s_q[d] = a.q.load(h * hd + d); });
   compute_barrier();
   float q[PER];
 #pragma unroll
@@ -247,6 +295,17 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
       if (a.has_bias) sj += a.bias.load(j);
       attn_add_key(st, sj, vv[u]);
     }
+  }
+  if (a.fresh_key && warp == 0) {  // ROPE_ATTENTION: key p, from the prologue's rows
+    const float* s_k = fresh_rows(a, ctx);
+    float part = 0.0f, vf[PER];
+#pragma unroll
+    for (int t = 0; t < PER; ++t) {
+      const int64_t d = lane + static_cast<int64_t>(t) * gpu::kWarpSize;
+      part = fmaf(q[t], d < hd ? s_k[d] : 0.0f, part);
+      vf[t] = d < hd ? s_k[hd + d] : 0.0f;
+    }
+    attn_add_key(st, a.scale * gpu::warp_sum(part), vf);
   }
   float* mine = s_part + static_cast<int64_t>(warp) * (hd + 2);
 #pragma unroll

@@ -10,8 +10,8 @@ namespace amk::instructions {
 /// Largest head_dim ATTENTION_TILE handles on the device (registers per lane hold hd / warp).
 constexpr int kDeviceMaxHeadDim = 256;
 
-/// Shared floats ATTENTION_TILE needs for head_dim `hd` with `warps` warps: q, then per warp
-/// [acc[hd], m, l].
-AMK_HD constexpr int64_t attention_smem_floats(int64_t hd, int64_t warps) { return hd + warps * (hd + 2); }
+/// Shared floats ATTENTION_TILE needs for head_dim `hd` with `warps` warps: q [hd], then per warp
+/// [acc[hd], m, l], then FUSED ROPE_ATTENTION's fresh k and v rows [2][hd].
+AMK_HD constexpr int64_t attention_smem_floats(int64_t hd, int64_t warps) { return hd + warps * (hd + 2) + 2 * hd; }
 
 }  // namespace amk::instructions

@@ -13,6 +13,7 @@ enum FusedRecipeId : int32_t {
   kRecipeSiluMulGemv = 3,     ///< [gate, up, W]: y = (silu(gate) * up) . W[n]
   kRecipeSiluMulGemvAdd = 4,  ///< [gate, up, W, residual]: SILU_MUL_GEMV + residual[n]
   kRecipeRopeAppend = 5,      ///< [x, inv_freq, cache]: cache[pos] = rope(x) (rope_append.h; not a GEMV)
+  kRecipeRopeAttention = 6,   ///< [q, k_cache, v_cache, k_new, v_new, inv_freq] (attention_tile.h; not a GEMV)
 };
 
 /// The recipe id of a FUSED instruction (flags bits 16-31).
@@ -30,7 +31,7 @@ struct FusedArgs {
 };
 
 /// The GEMV recipes (1-4). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
-/// RopeAppendArgs), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
+/// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
 /// norm_w has K elements, up matches gate, residual is [rows, N_out]).
 AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& inst, FusedArgs* a) {
   a->recipe = fused_recipe(inst);

@@ -3,6 +3,7 @@
 // before the same y element is written, which is what makes y == residual safe.
 #include <vector>
 
+#include "instructions/attention_tile.h"
 #include "instructions/common/matmul_ref.h"
 #include "instructions/common/reduce.h"
 #include "instructions/fused.h"
@@ -14,6 +15,7 @@ namespace amk::instructions {
 
 int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
   if (fused_recipe(inst) == kRecipeRopeAppend) return rope_append_ref(prog, inst);
+  if (fused_recipe(inst) == kRecipeRopeAttention) return attention_tile_ref(prog, inst);
   FusedArgs a;
   AMK_TRY_DEV(decode_fused(prog, inst, &a));
   const MatmulArgs& mm = a.mm;

@@ -115,8 +115,10 @@ AMK_HD int32_t write_task_blob(const amk_program_t& p, const amk_instruction_t& 
 AMK_HD int32_t predecode_task(const amk_program_t& p, const amk_instruction_t& inst, unsigned char* blob) {
   const TaskBlobHeader none{-1, inst.op, 0, 0};
   memcpy(blob, &none, sizeof none);
-  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeRopeAppend)  // the one non-GEMV recipe
+  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeRopeAppend)  // the non-GEMV recipes
     return write_task_blob<RopeAppendArgs>(p, inst, decode_rope_append_static, blob);
+  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeRopeAttention)
+    return write_task_blob<AttentionTileArgs>(p, inst, decode_attention_tile_static, blob);
   switch (inst.op) {
 #define AMK_TASK_BLOB_CASE(op, Args, fn) \
   case op: return write_task_blob<Args>(p, inst, fn, blob);

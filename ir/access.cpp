@@ -1,6 +1,6 @@
 // ir/access.cpp: the per-opcode access model of docs/OPCODES.md (whole buffers by default; tiles
-// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE, a head-tiled ATTENTION_COMBINE, SAMPLE_ARGMAX tiles
-// and the FUSED GEMV recipes; KV_APPEND reads its cache).
+// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE and FUSED ROPE_ATTENTION, a head-tiled
+// ATTENTION_COMBINE, SAMPLE_ARGMAX tiles and the FUSED GEMV recipes; KV_APPEND reads its cache).
 // Regions are exactly what the kernel touches, even when a tile lies outside its buffer: validate()
 // reports such a tile as tile.bounds, and the race analysis still sees the real footprint.
 #include "ir/access.h"
@@ -206,6 +206,10 @@ void sample_argmax(Emitter& e) {
 void fused(Emitter& e) {
   const RecipeSpec* recipe = nullptr;
   if (auto name = e.task.params.get_string("recipe")) recipe = recipe_find(*name);
+  if (recipe != nullptr && recipe->recipe == FusedRecipe::RopeAttention) {  // ATTENTION_TILE's head tiles
+    attention_tile(e);
+    return;
+  }
   if (recipe == nullptr || !recipe->gemv) {  // ROPE_APPEND: as KV_APPEND, the cache read and written whole
     e.rest(0, true);
     return;

@@ -42,6 +42,8 @@ const std::vector<RecipeSpec>& recipe_specs() {
       {FusedRecipe::SiluMulGemv, "SILU_MUL_GEMV", 3, {"K", "N_tile", "n_off"}, -1},
       {FusedRecipe::SiluMulGemvAdd, "SILU_MUL_GEMV_ADD", 4, {"K", "N_tile", "n_off"}, 3},
       {FusedRecipe::RopeAppend, "ROPE_APPEND", 3, {"head_dim", "pos"}, -1, false},
+      {FusedRecipe::RopeAttention, "ROPE_ATTENTION", 6,
+       {"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads", "flags"}, -1, false},
   };
   return specs;
 }

@@ -28,6 +28,8 @@ enum class FusedRecipe : int32_t {
   SiluMulGemv = 3,     ///< [gate, up, W] -> out tile = (silu(gate) * up) @ W.T
   SiluMulGemvAdd = 4,  ///< [gate, up, W, residual] -> SiluMulGemv + residual tile
   RopeAppend = 5,      ///< [x, inv_freq, cache] -> cache: cache[pos, :] = rope(x, pos) (ROPE then KV_APPEND)
+  RopeAttention = 6,   ///< [q, k_cache, v_cache, k_new, v_new, inv_freq] -> out: ATTENTION_TILE over the cache
+                       ///< with q and k_new rotated at the step's pos and row pos taken from k_new / v_new
 };
 struct RecipeSpec {
   FusedRecipe recipe;
@@ -35,7 +37,7 @@ struct RecipeSpec {
   int inputs;
   std::vector<std::string_view> required_params;
   int residual_input;     ///< index of the input read only over the output tile, or -1
-  bool gemv = true;       ///< a GEMV tile with a prologue / epilogue (false: ROPE_APPEND)
+  bool gemv = true;       ///< a GEMV tile with a prologue / epilogue (false: ROPE_APPEND, ROPE_ATTENTION)
 };
 /// All recipes.
 const std::vector<RecipeSpec>& recipe_specs();

@@ -1,8 +1,12 @@
 // ir/validate_objects.cpp: builds MemObjects (validate_objects.h): every access of every task, as
-// boxes over its buffer object and, for shared pages, also over the page's bytes.
+// boxes over its buffer object and, for shared pages, also over the page's bytes; less the
+// ROPE_ATTENTION cache reads that cannot meet a write (step_rows_only below).
 #include "ir/validate_objects.h"
 
 #include <algorithm>
+#include <string_view>
+
+#include "ir/params.h"
 
 namespace amk::ir::detail {
 namespace {
@@ -10,6 +14,31 @@ namespace {
 // Rows of a partial-width region are separate byte ranges; past this many, the region is
 // over-approximated by one range (only absurd tiles get here).
 constexpr int64_t kMaxRowRanges = int64_t{1} << 16;
+
+bool is_recipe(const Task& t, std::string_view name) {
+  if (t.op != Opcode::Fused) return false;
+  const auto r = t.params.get_string("recipe");
+  return r && *r == name;
+}
+
+bool has_flags(const Task& t, int64_t bits) {
+  const auto f = t.params.get_int("flags");
+  return f && (*f & bits) == bits;
+}
+
+// A KV_APPEND or FUSED ROPE_APPEND under STEP_POS with pos >= 0: it writes the cache row
+// step.pos + pos, never a row before the step's position.
+bool appends_at_or_after_step(const Task& t) {
+  return (t.op == Opcode::KvAppend || is_recipe(t, "ROPE_APPEND")) && has_flags(t, kFlagStepPos) &&
+         t.params.int_or("pos", 0) >= 0;
+}
+
+// A FUSED ROPE_ATTENTION's cache reads (inputs 1 and 2) cover rows before the step's position p only:
+// its STEP_KV window ends at p + 1 and row p comes from k_new / v_new (docs/OPCODES.md).
+bool reads_cache_before_step(const Task& t, const Access& a) {
+  return !a.write && (a.operand == 1 || a.operand == 2) && is_recipe(t, "ROPE_ATTENTION") &&
+         has_flags(t, kFlagStepPos | kFlagStepKv) && t.params.int_or("pos", 0) == 0;
+}
 
 }  // namespace
 
@@ -68,6 +97,18 @@ MemObjects build_objects(const ProgramIndex& ix, const std::vector<int32_t>& seq
   for (const Task& t : p.tasks)
     for (BufferId id : t.outputs)
       if (const int32_t b = position_of(ix.buffer_of_id, id); b != kNone) keep[b] = 1;
+  // KV caches whose every writer appends at or after the step's position: a ROPE_ATTENTION read
+  // of one (rows before that position) shares no byte with any write, whatever the order, so it
+  // is left out (a region cannot say "rows < step.pos"). Caches on pages or on chip keep every
+  // access, for the rules that look at those.
+  std::vector<uint8_t> step_rows_only(m.n_buffers, 0);
+  for (int32_t b = 0; b < m.n_buffers; ++b)
+    step_rows_only[b] = p.buffers[b].kind == BufferKind::KvCache && m.page_object[b] == kNone &&
+                        !mem_space_is_on_chip(p.buffers[b].space);
+  for (const Task& t : p.tasks)
+    for (BufferId id : t.outputs)
+      if (const int32_t b = position_of(ix.buffer_of_id, id); b != kNone && !appends_at_or_after_step(t))
+        step_rows_only[b] = 0;
 
   // One pass collecting (object, access), then a stable counting sort by object.
   std::vector<ObjAccess> flat;
@@ -82,6 +123,7 @@ MemObjects build_objects(const ProgramIndex& ix, const std::vector<int32_t>& seq
     for (const Access& a : scratch) {
       const int32_t b = position_of(ix.buffer_of_id, a.buffer);
       if (b == kNone || !keep[b]) continue;
+      if (step_rows_only[b] && reads_cache_before_step(p.tasks[t], a)) continue;
       const Buffer& buf = p.buffers[b];
       ObjAccess oa{t, b, a.write, static_cast<int32_t>(m.boxes.size()), 0};
       if (m.byte_mode[b]) {

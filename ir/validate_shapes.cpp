@@ -67,7 +67,8 @@ class TaskShapes {
   }
   void column_tile(const Buffer* y, const Buffer* w);
   void gemv(const Buffer* x, const Buffer* w, const Buffer* y);
-  void attention();
+  void attention(bool bias_input = true);
+  void rope_attention();
   void combine();
   void argmax();
   // The head range [n_off, n_off + N_tile) of ATTENTION_TILE / ATTENTION_COMBINE (defaults 0 and
@@ -105,7 +106,7 @@ void TaskShapes::gemv(const Buffer* x, const Buffer* w, const Buffer* y) {
   column_tile(y, w);
 }
 
-void TaskShapes::attention() {
+void TaskShapes::attention(bool bias_input) {
   auto hd = p("head_dim"), nh = p("n_heads"), nkv = p("n_kv_heads"), start = p("kv_start"), len = p("kv_len");
   if (!hd || !nh || !nkv) return;
   if (*hd < 1 || *nh < 1 || *nkv < 1 || *nh % *nkv != 0) {
@@ -118,7 +119,7 @@ void TaskShapes::attention() {
   if (start && len && (*start < 0 || *len < 0 || *start + *len > rows(in(1))))
     fail("shape", "KV window [" + s(*start) + ", " + s(*start + *len) + ") is not inside the " + s(rows(in(1))) +
                       " rows of " + name(in(1)), in(1));
-  if (in(3) != nullptr) expect_dtype(in(3), DType::F32, "attention bias");
+  if (bias_input && in(3) != nullptr) expect_dtype(in(3), DType::F32, "attention bias");
   const int64_t flags = p("flags").value_or(0);
   const int64_t width = (flags & kFlagPartialWrite) ? *hd + 2 : *hd;
   if (flags & kFlagPartialWrite) expect_dtype(out(0), DType::F32, "PARTIAL_WRITE stores {acc, m, l} in F32");
@@ -234,6 +235,8 @@ void TaskShapes::run() {
       if (r == nullptr || static_cast<int>(n_in) != r->inputs) break;  // params.type / arity report it
       if (r->gemv) {
         gemv_recipe(*r);
+      } else if (r->recipe == FusedRecipe::RopeAttention) {
+        rope_attention();
       } else {  // ROPE_APPEND [x, inv_freq, cache]: ROPE's operands, KV_APPEND's cache rules
         rope_operands();
         cache_row_write("FUSED ROPE_APPEND", 2);
@@ -301,6 +304,23 @@ void TaskShapes::rope_operands() {
     }
   }
   if (in(1)) expect_dtype(in(1), DType::F32, "inv_freq table");
+}
+
+// FUSED ROPE_ATTENTION [q, k_cache, v_cache, k_new, v_new, inv_freq]: ATTENTION_TILE's operands
+// (no bias), the step's k / v row (one cache row each), ROPE's table, and the decode-step flags the
+// kernels assume (the fresh row is the step's position, the last row of the STEP_KV window).
+void TaskShapes::rope_attention() {
+  attention(false);
+  auto hd = p("head_dim"), nkv = p("n_kv_heads");
+  if (hd && (*hd < 2 || *hd % 2 != 0)) fail("shape", "head_dim " + s(*hd) + " must be even and >= 2 (rotate-half)");
+  if (hd && *hd >= 2) expect(in(5), "numel", numel(in(5)), *hd / 2, "inv_freq holds head_dim/2 entries");
+  expect_dtype(in(5), DType::F32, "inv_freq table");
+  if (hd && nkv && *hd >= 1 && *nkv >= 1)
+    for (size_t i = 3; i <= 4; ++i) expect(in(i), "numel", numel(in(i)), *hd * *nkv, "the step's row: n_kv_heads * head_dim");
+  const int64_t flags = p("flags").value_or(0), need = kFlagStepPos | kFlagStepKv;
+  if ((flags & need) != need || p("pos").value_or(0) != 0)
+    fail("contract", "FUSED ROPE_ATTENTION attends at the decode step: flags must set STEP_POS (4) and STEP_KV (8) "
+                     "and pos must be 0 (flags " + s(flags & 0xffff) + ", pos " + s(p("pos").value_or(0)) + ")");
 }
 
 // A task that writes one row of a KV cache (KV_APPEND, FUSED ROPE_APPEND): its output is its

@@ -1,10 +1,12 @@
 // schedule/emit_layer.cpp: one Llama decoder layer as a chain of stages.
 // Unfused, a layer is: attn_norm, qkv, rope (+ KV_APPEND v), kv_append (k), attention,
 // [attn_combine], o_proj, attn_residual, mlp_norm, gate_up, silu_mul, down_proj, mlp_residual.
-// Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 6 stages (7 with
-// split-KV). Tasks inside a stage never touch the same bytes: tiles write disjoint columns, and
+// Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 5 stages (6 with
+// split-KV): qkv, attention (q rotated in it), [combine], o_proj (+ the cache appends), gate_up, down. Tasks inside a stage never touch the same bytes: tiles write disjoint columns, and
 // the in-place residual tiles read and write only their own columns of h.
 #include <cmath>
+#include <deque>
+#include <functional>
 
 #include "ir/opspec.h"
 #include "schedule/cost.h"
@@ -69,10 +71,17 @@ void emit_rope_append(LowerContext& c, const std::string& label, ir::BufferId x,
   c.b.add_task(ir::Opcode::Fused, {x, c.inv_freq, cache}, {cache}, std::move(p), label, cost.bytes, cost.flops);
 }
 
+// The step's k / v rows for FUSED ROPE_ATTENTION (unset: plain ATTENTION_TILE over a rotated q
+// and caches that already hold row pos).
+struct FreshRow {
+  ir::BufferId k, v;
+  bool on() const { return k.value >= 0; }
+};
+
 // Head groups x KV partitions. With P > 1 each partition writes F32 {acc, m, l} partials into
 // its own buffer and ATTENTION_COMBINE tasks (next stage, one per head group) merge them into `out`.
 void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::BufferId k_cache,
-                    ir::BufferId v_cache, ir::BufferId out) {
+                    ir::BufferId v_cache, ir::BufferId out, const FreshRow& fresh) {
   const ModelConfig& m = c.model;
   const int64_t hd = m.head_dim, parts = c.tiling.kv_partitions;
   const bool split = parts > 1;
@@ -97,14 +106,25 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
       prm.set("n_kv_heads", m.num_key_value_heads);
       prm.set("n_off", heads.off);
       prm.set("N_tile", heads.len);
-      prm.set("flags", ir::kFlagStepKv | (split ? ir::kFlagPartialWrite : 0));
-      const Cost cost = cost_attention(heads.len, kv_heads, kv_len, hd, c.dtype, width,
-                                       split ? ir::DType::F32 : c.dtype);
+      int64_t flags = ir::kFlagStepKv | (split ? ir::kFlagPartialWrite : 0);
+      Cost cost = cost_attention(heads.len, kv_heads, kv_len, hd, c.dtype, width, split ? ir::DType::F32 : c.dtype);
+      std::vector<ir::BufferId> in{q, k_cache, v_cache};
+      if (fresh.on()) {
+        const auto recipe = static_cast<int64_t>(ir::FusedRecipe::RopeAttention);
+        prm.set("recipe", std::string(ir::recipe_find(recipe)->name));
+        prm.set("pos", int64_t{0});
+        flags |= ir::kFlagStepPos | (recipe << ir::kFlagRecipeShift);
+        in.insert(in.end(), {fresh.k, fresh.v, c.inv_freq});
+        const Cost rope = cost_rope(heads.len * hd + kv_heads * hd, hd, c.dtype);  // q and the new k rotated
+        cost.bytes += rope.bytes + ir::dtype_nbytes(c.dtype, kv_heads * hd);  // + the new v
+        cost.flops += rope.flops;
+      }
+      prm.set("flags", flags);
       const std::string label = P + ".attention[h" + std::to_string(heads.off) + ":" +
                                 std::to_string(heads.off + heads.len) + ",kv" + std::to_string(kv_start) + ":" +
                                 std::to_string(kv_start + kv_len) + "]";
-      c.b.add_task(ir::Opcode::AttentionTile, {q, k_cache, v_cache}, {split ? partials[p] : out}, std::move(prm),
-                   label, cost.bytes, cost.flops);
+      c.b.add_task(fresh.on() ? ir::Opcode::Fused : ir::Opcode::AttentionTile, std::move(in),
+                   {split ? partials[p] : out}, std::move(prm), label, cost.bytes, cost.flops);
     }
   }
   if (!split) return;
@@ -150,33 +170,59 @@ void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeig
   c.b.begin_stage(P + " qkv");
   for (const GemvJob* j : {&qj, &kj, &vj}) emit_gemv_tiles(c, *j);
 
-  const ir::BufferId q_rot = c.activation(P + ".q_rot", m.q_dim());
-  c.b.begin_stage(P + " rope");
-  emit_rope(c, P + ".rope_q", q, q_rot);
+  // The step's k and v rows go into the caches: k rotated (ROPE_APPEND, or ROPE then KV_APPEND a
+  // stage later), v as it is. Each entry is the tasks of one stage.
+  const ir::BufferId q_rot = c.fusion.rope_attention ? ir::BufferId() : c.activation(P + ".q_rot", m.q_dim());
   const ir::BufferId k_rot = c.fusion.rope_append ? ir::BufferId() : c.activation(P + ".k_rot", m.kv_dim());
-  if (c.fusion.rope_append) emit_rope_append(c, P + ".rope_append_k", k, k_cache);
-  else emit_rope(c, P + ".rope_k", k, k_rot);
-  emit_kv_append(c, P + ".kv_append_v", v, v_cache);  // v needs no rotation: append it now
-  if (!c.fusion.rope_append) {
-    c.b.begin_stage(P + " kv_append");
-    emit_kv_append(c, P + ".kv_append_k", k_rot, k_cache);
-  }
+  std::deque<std::function<void()>> appends;
+  appends.emplace_back([&] {
+    if (c.fusion.rope_append) emit_rope_append(c, P + ".rope_append_k", k, k_cache);
+    else emit_rope(c, P + ".rope_k", k, k_rot);
+    emit_kv_append(c, P + ".kv_append_v", v, v_cache);  // v needs no rotation
+  });
+  if (!c.fusion.rope_append) appends.emplace_back([&] { emit_kv_append(c, P + ".kv_append_k", k_rot, k_cache); });
+  const auto next_appends = [&appends] {
+    if (appends.empty()) return;
+    appends.front()();
+    appends.pop_front();
+  };
 
   const ir::BufferId attn = c.activation(P + ".attn", m.q_dim());
-  emit_attention(c, P, q_rot, k_cache, v_cache, attn);
+  if (c.fusion.rope_attention) {
+    // The attention tasks rotate q and take row pos from k / v themselves (FUSED ROPE_ATTENTION),
+    // so the rope stage and its hop are gone. The appends then join the stages after the
+    // attention: they write rows the attention tasks (which read the caches) must not see
+    // half-written, and only the next step reads them.
+    emit_attention(c, P, q, k_cache, v_cache, attn, FreshRow{k, v});
+    if (c.tiling.kv_partitions > 1) next_appends();  // beside the combine tasks
+  } else {
+    c.b.begin_stage(P + " rope");
+    emit_rope(c, P + ".rope_q", q, q_rot);
+    next_appends();
+    if (!appends.empty()) {
+      c.b.begin_stage(P + " kv_append");
+      next_appends();
+    }
+    emit_attention(c, P, q_rot, k_cache, v_cache, attn, FreshRow{});
+  }
 
   GemvJob oj{P + ".o_proj", "o_proj", GemvForm::Add, attn, ir::BufferId(), w.o, c.h, m.q_dim(), H};
-  if (c.fusion.o_residual) {
-    c.b.begin_stage(P + " o_proj");
-    emit_gemv_tiles(c, oj);
-    return;
+  if (!c.fusion.o_residual) {
+    oj.form = GemvForm::Plain;
+    oj.out = c.activation(P + ".o", H);
   }
-  oj.form = GemvForm::Plain;
-  oj.out = c.activation(P + ".o", H);
   c.b.begin_stage(P + " o_proj");
-  emit_gemv_tiles(c, oj);
-  c.b.begin_stage(P + " attn_residual");
-  emit_elementwise(c, ir::Opcode::Add, P + ".attn_residual", c.h, oj.out, c.h);
+  emit_gemv_tiles(c, oj);  // first: stage_balance then gives the appends the SMs with the fewest bytes
+  next_appends();
+  if (!c.fusion.o_residual) {
+    c.b.begin_stage(P + " attn_residual");
+    emit_elementwise(c, ir::Opcode::Add, P + ".attn_residual", c.h, oj.out, c.h);
+    next_appends();
+  }
+  while (!appends.empty()) {
+    c.b.begin_stage(P + " kv_append");
+    next_appends();
+  }
 }
 
 void emit_mlp_block(LowerContext& c, const std::string& P, const LayerWeights& w) {

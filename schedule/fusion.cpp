@@ -25,6 +25,7 @@ const std::vector<KnownGroup>& known_groups() {
       {{"final_norm", "lm_head", "argmax"}, "lm_head", [](FusionPlan& p) { p.final_norm_lm_head = true; }},
       {{"final_norm", "lm_head"}, "lm_head", [](FusionPlan& p) { p.final_norm_lm_head = true; }},
       {{"rope", "kv_append"}, "k_rope", [](FusionPlan& p) { p.rope_append = true; }},
+      {{"rope", "attention"}, "attention", [](FusionPlan& p) { p.rope_attention = true; }},
   };
   return groups;
 }
@@ -73,7 +74,8 @@ std::vector<std::vector<std::string>> fusion_all_groups() {
           {"o_proj", "residual_add"},
           {"silu_mul", "down_proj", "residual_add"},
           {"final_norm", "lm_head", "argmax"},
-          {"rope", "kv_append"}};
+          {"rope", "kv_append"},
+          {"rope", "attention"}};
 }
 
 }  // namespace amk::schedule

@@ -17,6 +17,8 @@ struct FusionPlan {
   bool down_residual = false;     ///< residual add folded into the down tiles (GEMV_ADD / SILU_MUL_GEMV_ADD)
   bool final_norm_lm_head = false;  ///< {final_norm, lm_head[, argmax]}: RMSNORM_GEMV LM-head tiles
   bool rope_append = false;       ///< {rope, kv_append}: k rotated straight into its cache row (ROPE_APPEND)
+  bool rope_attention = false;    ///< {rope, attention}: attention tasks rotate q and take row pos from k / v
+                                  ///< (ROPE_ATTENTION); the cache appends move after the attention
 };
 
 /// Resolve the groups. An unknown group, or a projection named by two groups, is InvalidArgument

@@ -66,6 +66,13 @@ AMK_HD uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(sign | q);
 }
 
+/// `v` as a buffer of float dtype `d` would hold it (the rounding of a store and a load).
+AMK_HD float round_to_dtype(int32_t d, float v) {
+  if (d == AMK_DTYPE_BF16) return bf16_to_f32(f32_to_bf16(v));
+  if (d == AMK_DTYPE_F16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
+
 /// F32, F16, BF16: the dtypes activations and weights may have.
 AMK_HD bool dtype_is_float(int32_t d) { return d == AMK_DTYPE_F32 || d == AMK_DTYPE_F16 || d == AMK_DTYPE_BF16; }
 /// Dtypes load_elem() reads as a number (floats and the integer types; not F8, not BOOL).

@@ -1,9 +1,16 @@
 // tests/gpu/attention_gpu_test.cpp: ATTENTION_TILE (GQA 1/4/8, head_dim 64/128, bias, STEP_KV
 // windows short and long) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE
 // (whole, and in head tiles on other workers), including an empty partition, against the CPU
-// reference.
+// reference; FUSED ROPE_ATTENTION likewise, with the cache row it must not read poisoned.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "instructions/common/dtype.h"
+#include "ir/opspec.h"
 
 #include "gpu_harness.h"
 
@@ -167,6 +174,86 @@ TEST_CASE("gpu ATTENTION_COMBINE head tiles on separate workers match the CPU re
     Status st = gputest::compare_with_cpu(b.p, o);
     INFO(st.message());
     CHECK(st.is_ok());
+  }
+}
+namespace {
+
+/// FUSED ROPE_ATTENTION over 2 KV heads in `parts` partitions of S / parts rows (PARTIAL_WRITE
+/// F32 partials when parts > 1), the q heads split over two tasks per partition. Buffer ids: 0 q,
+/// 1 k_cache, 2 v_cache, 3 k_new, 4 v_new, 5 inv_freq, then the outputs.
+ir::Program rope_attention(int64_t hd, int64_t group, DType dt, int64_t S, int parts, std::vector<int>* outputs) {
+  const int64_t n_kv = 2, n_heads = n_kv * group, chunk = S / parts;
+  gputest::ProgramBuilder b;
+  const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
+  const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+  const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+  const int k_new = b.buffer("k_new", BufferKind::IoInput, dt, {n_kv * hd});
+  const int v_new = b.buffer("v_new", BufferKind::IoInput, dt, {n_kv * hd});
+  const int inv_freq = b.buffer("inv_freq", BufferKind::IoInput, DType::F32, {hd / 2});
+  for (int p = 0; p < parts; ++p) {
+    const int out = parts > 1 ? b.buffer("part" + std::to_string(p), BufferKind::IoOutput, DType::F32, {n_heads * (hd + 2)})
+                              : b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
+    outputs->push_back(out);
+    for (int t = 0; t < 2; ++t) {
+      ir::Task& a = b.task(Opcode::Fused, {q, k, v, k_new, v_new, inv_freq}, {out}, 2 * p + t,
+                           "rope_attn.p" + std::to_string(p) + ".h" + std::to_string(t));
+      a.params.set("recipe", std::string("ROPE_ATTENTION"));
+      a.params.set("head_dim", hd);
+      a.params.set("n_heads", n_heads);
+      a.params.set("n_kv_heads", n_kv);
+      a.params.set("kv_start", chunk * p);
+      a.params.set("kv_len", chunk);
+      a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
+      a.params.set("n_off", t * n_heads / 2);
+      a.params.set("N_tile", n_heads / 2);
+      a.params.set("pos", int64_t{0});
+      a.params.set("flags", ir::kFlagStepPos | ir::kFlagStepKv | (parts > 1 ? ir::kFlagPartialWrite : 0) |
+                                (static_cast<int64_t>(ir::FusedRecipe::RopeAttention) << ir::kFlagRecipeShift));
+    }
+  }
+  return b.p;
+}
+
+}  // namespace
+
+TEST_CASE("gpu FUSED ROPE_ATTENTION matches the CPU reference and never reads cache row pos",
+          "[gpu][op:attention_tile][op:fused]") {
+  gputest::require_gpu();
+  // head_dim 64 / 128: the 16-byte path (bf16, f16, f32); 80: the scalar one. pos 0: the fresh key
+  // alone; pos 100 / 299: the fresh key after cache rows, in the last partition of 1, 2 or 3.
+  for (int64_t hd : {int64_t{64}, int64_t{80}, int64_t{128}}) {
+    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+      for (int parts : {1, 3}) {
+        for (int32_t pos : {0, 100, 299}) {
+          const int64_t S = 300;
+          INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " partitions " << parts << " pos " << pos);
+          std::vector<int> outputs;
+          const ir::Program p = rope_attention(hd, 4, dt, S, parts, &outputs);
+          // Random in [-1, 1) everywhere (inv_freq too: any table rotates), but row pos of both
+          // caches is NaN: the step's row must come from k_new / v_new on both sides.
+          gputest::CompareOptions o;
+          o.pos = pos;
+          o.outputs = outputs;
+          o.fill = [&](int buffer, void* dst, size_t bytes) {
+            std::mt19937_64 rng(static_cast<uint64_t>(buffer) * 7919u + 1u);
+            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+            const DType bdt = p.buffers[static_cast<size_t>(buffer)].dtype;
+            const size_t esize = bdt == DType::F32 ? 4 : 2;
+            const int64_t row = p.buffers[static_cast<size_t>(buffer)].shape.back();
+            for (size_t i = 0; i < bytes / esize; ++i) {
+              const bool poisoned = (buffer == 1 || buffer == 2) && static_cast<int64_t>(i) / row == pos;
+              const float f = poisoned ? std::numeric_limits<float>::quiet_NaN() : u(rng);
+              if (bdt == DType::F32) std::memcpy(static_cast<char*>(dst) + i * 4, &f, 4);
+              const uint16_t h = bdt == DType::BF16 ? instructions::f32_to_bf16(f) : instructions::f32_to_f16(f);
+              if (bdt != DType::F32) std::memcpy(static_cast<char*>(dst) + i * 2, &h, 2);
+            }
+          };
+          Status st = gputest::compare_with_cpu(p, o);
+          INFO(st.message());
+          CHECK(st.is_ok());
+        }
+      }
+    }
   }
 }
 #endif  // AMK_GPU_TESTS

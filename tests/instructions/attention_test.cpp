@@ -1,6 +1,7 @@
 // tests/instructions/attention_test.cpp: ATTENTION_TILE and ATTENTION_COMBINE against an fp64
 // attention written here: head_dim 64 / 128, GQA ratios 1 / 4 / 8, head ranges, bias masks,
-// PARTIAL_WRITE partials, split-KV merged == unsplit, empty partitions and STEP_KV windows.
+// PARTIAL_WRITE partials, split-KV merged == unsplit, empty partitions and STEP_KV windows; FUSED
+// ROPE_ATTENTION against the unfused ROPE / appends / ATTENTION_TILE it replaces, and its refusals.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -283,4 +284,253 @@ TEST_CASE("ATTENTION_COMBINE: hand-computed merge, derived shapes, empty heads",
   const int32_t p3 = p.add(AMK_DTYPE_F32, {10});
   CHECK(p.run(make_inst(AMK_OP_ATTENTION_COMBINE, {p1, p3}, {y})) == AMK_DEVERR_BAD_PARAMS);
   CHECK(p.poisoned(y));
+}
+
+// ---- FUSED ROPE_ATTENTION (recipe 6) ----------------------------------------------------------------
+// Its contract is "the same result as ROPE(q) -> q_rot, ROPE_APPEND(k_new into k_cache row p),
+// KV_APPEND(v_new into v_cache row p), ATTENTION_TILE(q_rot, k_cache, v_cache)" at p = step.pos,
+// without reading cache row p (the appends may run concurrently). The tests below run both
+// sequences on the CPU reference and compare them element by element.
+
+namespace {
+
+constexpr int32_t kRopeAttentionFlags = AMK_FLAG_STEP_POS | AMK_FLAG_STEP_KV | (6 << AMK_FLAG_RECIPE_SHIFT);
+constexpr int32_t kRopeAppendRecipe = 5 << AMK_FLAG_RECIPE_SHIFT;
+
+// inv_freq[i] = theta^(-2i/hd), the loader's F32 table (large enough angles at small positions
+// that a missing or wrong rotation shows).
+std::vector<double> rope_table(int64_t hd, double theta) {
+  std::vector<double> inv(static_cast<size_t>(hd / 2));
+  for (int64_t i = 0; i < hd / 2; ++i) inv[static_cast<size_t>(i)] = static_cast<float>(std::pow(theta, -2.0 * i / hd));
+  return inv;
+}
+
+// The FUSED ROPE_ATTENTION instruction [q, k_cache, v_cache, k_new, v_new, inv_freq] -> out with
+// ATTENTION_TILE's params and the decode-step flags.
+amk_instruction_t rope_attention_inst(const std::vector<int32_t>& ins, int32_t out, const Shape& s, int64_t kv_start,
+                                      int64_t kv_len, int32_t extra_flags) {
+  auto inst = make_inst(AMK_OP_FUSED, ins, {out});
+  inst.params = attention_inst(ins[0], ins[1], ins[2], out, s, kv_start, kv_len, kRopeAttentionFlags | extra_flags).params;
+  inst.params.pos = 0;
+  return inst;
+}
+
+// Dtypes of one equivalence case: q (and q_rot), the caches, and k_new / v_new (the projections'
+// outputs; F32 with a bf16 cache makes "rounded to the cache dtype" observable for v too).
+struct RopeAttnDtypes {
+  int32_t q, cache, fresh;
+};
+
+// Per-element tolerance of the fused / unfused comparison: both compute the same fp32 arithmetic,
+// the only freedom is the order of the keys in the softmax sums, a few fp32 ulps.
+std::vector<double> tight(const std::vector<double>& want) {
+  std::vector<double> t(want.size());
+  for (size_t i = 0; i < want.size(); ++i) t[i] = 4e-7 * (std::fabs(want[i]) + 1.0);
+  return t;
+}
+
+// Equal element by element, NaN equal to NaN.
+bool same_values(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+  return true;
+}
+
+// One case: step position `pos` in an S = 24 row cache, one window [0, 24) or `parts` == 2
+// PARTIAL_WRITE windows [0, 12) and [12, 24), heads [1, 7) of 8 over 2 KV heads (GQA group 4; the
+// tile crosses the group boundary). `k_via_rope_append`: the unfused k path is FUSED ROPE_APPEND,
+// else ROPE then KV_APPEND.
+void check_rope_attention_equals_unfused(const RopeAttnDtypes& dt, int32_t pos, int parts, bool k_via_rope_append) {
+  const Shape s{8, 2, 64, 24};
+  const int64_t row = s.n_kv * s.hd, chunk = s.seq / parts;
+  INFO("q dtype " << dt.q << " cache dtype " << dt.cache << " k_new/v_new dtype " << dt.fresh << " pos " << pos
+                  << " partitions " << parts << (k_via_rope_append ? " (ROPE_APPEND)" : " (ROPE + KV_APPEND)"));
+  RefProgram p;
+  const auto qv = random_values(s.n_heads * s.hd, 300 + pos, dt.q, -2, 2);
+  const auto kcv = random_values(s.seq * row, 301 + pos, dt.cache, -2, 2);
+  const auto vcv = random_values(s.seq * row, 302 + pos, dt.cache);
+  const auto knv = random_values(row, 303 + pos, dt.fresh, -2, 2);
+  const auto vnv = random_values(row, 304 + pos, dt.fresh);
+  const int32_t q = p.add(dt.q, {s.n_heads * s.hd}, qv), inv = p.add(AMK_DTYPE_F32, {s.hd / 2}, rope_table(s.hd, 10000.0));
+  const int32_t k_new = p.add(dt.fresh, {row}, knv), v_new = p.add(dt.fresh, {row}, vnv);
+  // The unfused path's caches (row p is overwritten by its appends) ...
+  const int32_t k_ref = p.add(dt.cache, {s.seq, row}, kcv), v_ref = p.add(dt.cache, {s.seq, row}, vcv);
+  // ... and the fused path's, with row p NaN: one read of it spoils the heads it reaches (NaN, or
+  // 0 where a NaN l fails the l > 0 test), so they no longer match the unfused output.
+  const int32_t k_fused = p.add(dt.cache, {s.seq, row}, kcv), v_fused = p.add(dt.cache, {s.seq, row}, vcv);
+  for (int64_t i = 0; i < row; ++i) {
+    p.set(k_fused, pos * row + i, NAN);
+    p.set(v_fused, pos * row + i, NAN);
+  }
+  const auto k_fused_before = p.values(k_fused), v_fused_before = p.values(v_fused);
+  const int32_t q_rot = p.add(dt.q, {s.n_heads * s.hd}), k_rot = p.add(dt.cache, {row});
+  p.set_step(pos);
+
+  // Unfused: ROPE(q), k rotated into its cache row p, v appended at row p.
+  auto rope_q = make_inst(AMK_OP_ROPE, {q, inv}, {q_rot});
+  rope_q.params.head_dim = static_cast<int32_t>(s.hd);
+  rope_q.params.flags = AMK_FLAG_STEP_POS;
+  REQUIRE(p.run(rope_q) == AMK_DEVERR_NONE);
+  if (k_via_rope_append) {
+    auto rope_k = make_inst(AMK_OP_FUSED, {k_new, inv, k_ref}, {k_ref});
+    rope_k.params = rope_q.params;
+    rope_k.params.flags = AMK_FLAG_STEP_POS | kRopeAppendRecipe;
+    REQUIRE(p.run(rope_k) == AMK_DEVERR_NONE);
+  } else {
+    auto rope_k = make_inst(AMK_OP_ROPE, {k_new, inv}, {k_rot});
+    rope_k.params = rope_q.params;
+    REQUIRE(p.run(rope_k) == AMK_DEVERR_NONE);
+    auto append_k = make_inst(AMK_OP_KV_APPEND, {k_rot, k_ref}, {k_ref});
+    append_k.params.flags = AMK_FLAG_STEP_POS;
+    REQUIRE(p.run(append_k) == AMK_DEVERR_NONE);
+  }
+  auto append_v = make_inst(AMK_OP_KV_APPEND, {v_new, v_ref}, {v_ref});
+  append_v.params.flags = AMK_FLAG_STEP_POS;
+  REQUIRE(p.run(append_v) == AMK_DEVERR_NONE);
+
+  const int32_t partial = parts > 1 ? AMK_FLAG_PARTIAL_WRITE : 0;
+  const int64_t width = parts > 1 ? s.hd + 2 : s.hd;
+  for (int part = 0; part < parts; ++part) {
+    INFO("partition [" << chunk * part << ", " << chunk * (part + 1) << ")");
+    const int32_t want_out = p.add(AMK_DTYPE_F32, {s.n_heads * width}), got_out = p.add(AMK_DTYPE_F32, {s.n_heads * width});
+    p.poison(want_out);
+    p.poison(got_out);
+    auto attn = attention_inst(q_rot, k_ref, v_ref, want_out, s, chunk * part, chunk, AMK_FLAG_STEP_KV | partial);
+    attn.params.n_off = 1;
+    attn.params.N_tile = 6;
+    REQUIRE(p.run(attn) == AMK_DEVERR_NONE);
+    auto fused = rope_attention_inst({q, k_fused, v_fused, k_new, v_new, inv}, got_out, s, chunk * part, chunk, partial);
+    fused.params.n_off = 1;
+    fused.params.N_tile = 6;
+    REQUIRE(p.run(fused) == AMK_DEVERR_NONE);
+    // Whole buffers: heads 0 and 7 keep the poison bytes on both sides; an empty window gives
+    // m = -inf on both (count_mismatches accepts equal infinities).
+    const auto want = p.values(want_out), got = p.values(got_out);
+    for (double g : got) REQUIRE_FALSE(std::isnan(g));
+    CHECK(count_mismatches("rope_attention", got, want, tight(want)) == 0);
+  }
+  // ROPE_ATTENTION writes its output only: the fused caches still hold the NaN row.
+  CHECK(same_values(p.values(k_fused), k_fused_before));
+  CHECK(same_values(p.values(v_fused), v_fused_before));
+  CHECK(p.guards_intact());
+}
+
+}  // namespace
+
+TEST_CASE("FUSED ROPE_ATTENTION equals ROPE, ROPE_APPEND, KV_APPEND, ATTENTION_TILE at a mid-cache step",
+          "[instructions][op:fused][op:attention_tile]") {
+  // p = 13 of 24 rows: the single window holds rows 0..12 and the fresh key.
+  for (const RopeAttnDtypes& dt : {RopeAttnDtypes{AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16},
+                                   RopeAttnDtypes{AMK_DTYPE_F32, AMK_DTYPE_F32, AMK_DTYPE_F32},
+                                   RopeAttnDtypes{AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_F32}})
+    for (bool via_rope_append : {true, false}) check_rope_attention_equals_unfused(dt, 13, 1, via_rope_append);
+}
+
+TEST_CASE("FUSED ROPE_ATTENTION PARTIAL_WRITE partitions equal the unfused partials", "[instructions][op:fused][op:attention_tile]") {
+  // Two partitions of 12 rows: p = 13 lies in the second (rows 12 and the fresh key) while the
+  // first is whole; p = 5 lies in the first, which leaves the second empty (m = -inf, l = 0).
+  for (const RopeAttnDtypes& dt : {RopeAttnDtypes{AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16},
+                                   RopeAttnDtypes{AMK_DTYPE_F32, AMK_DTYPE_F32, AMK_DTYPE_F32}})
+    for (int32_t pos : {13, 5}) check_rope_attention_equals_unfused(dt, pos, 2, true);
+}
+
+TEST_CASE("FUSED ROPE_ATTENTION at step 0 attends to the fresh key alone", "[instructions][op:fused][op:attention_tile]") {
+  for (const RopeAttnDtypes& dt : {RopeAttnDtypes{AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16},
+                                   RopeAttnDtypes{AMK_DTYPE_F32, AMK_DTYPE_F32, AMK_DTYPE_F32}}) {
+    check_rope_attention_equals_unfused(dt, 0, 1, true);
+    check_rope_attention_equals_unfused(dt, 0, 2, false);
+  }
+  // One key: softmax weight 1, so every q head of KV group g outputs v_new's head g rounded to
+  // the bf16 cache (round_sig(v, 8): bf16's round to nearest even), whatever q and k_new are.
+  const Shape s{4, 2, 8, 3};
+  RefProgram p;
+  const std::vector<double> vn = {0.1f, -0.2f, 0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f,
+                                  1, 2, 3, 4, 5, 6, 7, 1.0 + std::ldexp(1, -8)};  // the last is a tie: rounds to 1
+  const int32_t q = p.add(AMK_DTYPE_F32, {32}, random_values(32, 320, AMK_DTYPE_F32));
+  const int32_t kc = p.add(AMK_DTYPE_BF16, {3, 16}), vc = p.add(AMK_DTYPE_BF16, {3, 16});
+  for (int64_t i = 0; i < 48; ++i) {  // nothing of the caches may be read at step 0
+    p.set(kc, i, NAN);
+    p.set(vc, i, NAN);
+  }
+  const int32_t kn = p.add(AMK_DTYPE_F32, {16}, random_values(16, 321, AMK_DTYPE_F32));
+  const int32_t vnew = p.add(AMK_DTYPE_F32, {16}, vn), inv = p.add(AMK_DTYPE_F32, {4}, rope_table(8, 10000.0));
+  const int32_t out = p.add(AMK_DTYPE_F32, {32});
+  p.set_step(0);
+  REQUIRE(p.run(rope_attention_inst({q, kc, vc, kn, vnew, inv}, out, s, 0, 3, 0)) == AMK_DEVERR_NONE);
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t d = 0; d < 8; ++d) {
+      INFO("head " << h << " dim " << d);
+      CHECK(p.get(out, h * 8 + d) == round_sig(vn[static_cast<size_t>((h / 2) * 8 + d)], 8));
+    }
+  CHECK(p.get(out, 31) == 1.0);
+  CHECK(p.guards_intact());
+}
+
+TEST_CASE("FUSED ROPE_ATTENTION refuses non-step flags, pos != 0, wrong arity and operands, p outside the cache",
+          "[instructions][op:fused][op:attention_tile]") {
+  const Shape s{4, 2, 8, 6};
+  RefProgram p;
+  const int32_t q = p.add(AMK_DTYPE_F32, {32}, random_values(32, 330, AMK_DTYPE_F32));
+  const int32_t kc = p.add(AMK_DTYPE_F32, {6, 16}, random_values(96, 331, AMK_DTYPE_F32));
+  const int32_t vc = p.add(AMK_DTYPE_F32, {6, 16}, random_values(96, 332, AMK_DTYPE_F32));
+  const int32_t kn = p.add(AMK_DTYPE_F32, {16}, random_values(16, 333, AMK_DTYPE_F32));
+  const int32_t vn = p.add(AMK_DTYPE_F32, {16}, random_values(16, 334, AMK_DTYPE_F32));
+  const int32_t inv = p.add(AMK_DTYPE_F32, {4}, rope_table(8, 10000.0));
+  const int32_t short_row = p.add(AMK_DTYPE_F32, {8}), inv5 = p.add(AMK_DTYPE_F32, {5});
+  const int32_t out = p.add(AMK_DTYPE_F32, {32});
+  const std::vector<int32_t> ins = {q, kc, vc, kn, vn, inv};
+  const auto good = rope_attention_inst(ins, out, s, 0, 6, 0);
+  p.set_step(3);
+  REQUIRE(p.run(good) == AMK_DEVERR_NONE);
+  p.poison(out);
+  auto expect_refused = [&](const amk_instruction_t& inst, int32_t code) {
+    CHECK(p.run(inst) == code);
+    CHECK(p.poisoned(out));  // refused before anything is written
+  };
+
+  SECTION("the decode-step flags and pos 0 are required") {
+    auto inst = good;
+    inst.params.flags = kRopeAttentionFlags & ~AMK_FLAG_STEP_POS;
+    expect_refused(inst, AMK_DEVERR_BAD_PARAMS);
+    inst.params.flags = kRopeAttentionFlags & ~AMK_FLAG_STEP_KV;
+    expect_refused(inst, AMK_DEVERR_BAD_PARAMS);
+    inst.params.flags = kRopeAttentionFlags;
+    inst.params.pos = 1;  // would attend at step.pos + 1, past the STEP_KV window
+    expect_refused(inst, AMK_DEVERR_BAD_PARAMS);
+    inst.params.pos = -1;
+    expect_refused(inst, AMK_DEVERR_BAD_PARAMS);
+  }
+  SECTION("exactly 6 inputs") {
+    // The slots past n_inputs hold valid buffers, so only the input count (the arity check, or
+    // binding input 5 of 5) can refuse these.
+    auto five = good;
+    five.n_inputs = 5;
+    expect_refused(five, AMK_DEVERR_BAD_PARAMS);
+    auto seven = make_inst(AMK_OP_FUSED, {q, kc, vc, kn, vn, inv, inv}, {out});
+    seven.params = good.params;
+    expect_refused(seven, AMK_DEVERR_BAD_PARAMS);
+  }
+  SECTION("k_new / v_new are one cache row, inv_freq head_dim / 2 entries") {
+    expect_refused(rope_attention_inst({q, kc, vc, short_row, vn, inv}, out, s, 0, 6, 0), AMK_DEVERR_BAD_PARAMS);
+    expect_refused(rope_attention_inst({q, kc, vc, kn, short_row, inv}, out, s, 0, 6, 0), AMK_DEVERR_BAD_PARAMS);
+    expect_refused(rope_attention_inst({q, kc, vc, kn, vn, inv5}, out, s, 0, 6, 0), AMK_DEVERR_BAD_PARAMS);
+  }
+  SECTION("an odd head_dim has no rotate-half") {
+    const Shape odd{2, 1, 3, 4};
+    const int32_t q3 = p.add(AMK_DTYPE_F32, {6}), k3 = p.add(AMK_DTYPE_F32, {4, 3}), v3 = p.add(AMK_DTYPE_F32, {4, 3});
+    const int32_t kn3 = p.add(AMK_DTYPE_F32, {3}), vn3 = p.add(AMK_DTYPE_F32, {3}), inv1 = p.add(AMK_DTYPE_F32, {1});
+    const int32_t out3 = p.add(AMK_DTYPE_F32, {6});
+    CHECK(p.run(rope_attention_inst({q3, k3, v3, kn3, vn3, inv1}, out3, odd, 0, 4, 0)) == AMK_DEVERR_BAD_PARAMS);
+  }
+  SECTION("step pos must be a row of the cache, even when the window fits") {
+    p.set_step(5);  // the last row: fine
+    REQUIRE(p.run(good) == AMK_DEVERR_NONE);
+    p.poison(out);
+    p.set_step(6);  // window [0, 6) still inside the 6 rows, but p = 6 is not a row
+    expect_refused(good, AMK_DEVERR_INDEX_OUT_OF_RANGE);
+    p.set_step(100);
+    expect_refused(good, AMK_DEVERR_INDEX_OUT_OF_RANGE);
+  }
+  CHECK(p.guards_intact());
 }

@@ -191,15 +191,30 @@ TEST_CASE("lower: fusion groups emit FUSED recipes and remove stages", "[schedul
   CHECK(count_op(fused, ir::Opcode::Add) == 0);
   CHECK(count_op(fused, ir::Opcode::SiluMul) == 0);
   CHECK(count_op(fused, ir::Opcode::SampleArgmax) == 1);
-  // ROPE_APPEND: k rotated into its cache; q keeps its ROPE and v its KV_APPEND.
+  // ROPE_APPEND: k rotated into its cache, v keeps its KV_APPEND; ROPE_ATTENTION: every attention
+  // task rotates its q heads, so no ROPE is left.
   CHECK(count_recipe(fused, "ROPE_APPEND") == 4);
-  CHECK(count_op(fused, ir::Opcode::Rope) == 4);
+  CHECK(count_op(fused, ir::Opcode::Rope) == 0);
   CHECK(count_op(fused, ir::Opcode::KvAppend) == 4);
+  CHECK(count_op(fused, ir::Opcode::AttentionTile) == 0);
+  CHECK(count_recipe(fused, "ROPE_ATTENTION") == count_op(plain, ir::Opcode::AttentionTile));
   CHECK(count_op(plain, ir::Opcode::Rope) == 4 * 2);
   CHECK(count_op(plain, ir::Opcode::KvAppend) == 4 * 2);
-  // 12 stages per layer unfused, 6 fused; plus embed, final_norm, lm_head, argmax (final_norm fused away).
+  // 12 stages per layer unfused, 5 fused; plus embed, final_norm, lm_head, argmax (final_norm fused away).
   CHECK(plain.counters.size() == 1 + 4 * 12 + 3);
-  CHECK(fused.counters.size() == 1 + 4 * 6 + 2);
+  CHECK(fused.counters.size() == 1 + 4 * 5 + 2);
+  // The appends run after the attention tasks that read the caches (they wait on the counter
+  // those tasks signal, directly or through the o_proj stage's predecessor).
+  for (const ir::Task& t : fused.tasks) {
+    const bool append = t.op == ir::Opcode::KvAppend || t.params.get_string("recipe") == std::string("ROPE_APPEND");
+    if (!append) continue;
+    REQUIRE(t.waits.size() == 1);
+    const ir::CounterId after = t.waits[0].counter;
+    int64_t attention_signals = 0;
+    for (const ir::Task& a : fused.tasks)
+      if (a.params.get_string("recipe") == std::string("ROPE_ATTENTION") && a.out_counter == after) ++attention_signals;
+    CHECK(attention_signals > 0);
+  }
   for (const ir::Task& t : fused.tasks) {
     if (t.op != ir::Opcode::Fused) continue;
     const auto* r = ir::recipe_find(*t.params.get_string("recipe"));
@@ -210,6 +225,25 @@ TEST_CASE("lower: fusion groups emit FUSED recipes and remove stages", "[schedul
       CHECK(t.outputs[0] == t.inputs[2]);  // the cache, in place
       CHECK((t.params.int_or("flags", 0) & ir::kFlagStepPos) != 0);
     }
+    if (r->recipe == ir::FusedRecipe::RopeAttention) {
+      REQUIRE(t.inputs.size() == 6);
+      const int64_t step = ir::kFlagStepPos | ir::kFlagStepKv;
+      CHECK((t.params.int_or("flags", 0) & step) == step);
+      const std::string& k_new = fused.buffers[static_cast<size_t>(t.inputs[3].value)].name;
+      CHECK(k_new.substr(k_new.size() - 2) == ".k");  // the k projection's output, not yet rotated
+    }
+  }
+
+  SECTION("rope + attention alone: k's ROPE and KV_APPEND run after the attention") {
+    ir::ScheduleConfig c;
+    c.fusion_grouping = {{"attention", "rope"}};
+    const ir::Program p = lower_ok(c, h100);
+    require_valid(p);
+    CHECK(count_op(p, ir::Opcode::Rope) == 4);  // k only
+    CHECK(count_op(p, ir::Opcode::KvAppend) == 4 * 2);
+    CHECK(count_recipe(p, "ROPE_ATTENTION") == count_op(plain, ir::Opcode::AttentionTile));
+    // The rope and kv_append stages of each layer are gone: their tasks join o_proj and attn_residual.
+    CHECK(p.counters.size() == plain.counters.size() - 4 * 2);
   }
 
   SECTION("partial down-projection groups") {

@@ -1,6 +1,6 @@
 // tests/vm/schedule_golden_test.cpp: programs lowered from the tiny Llama config under three
-// different ScheduleConfigs (tiling, split-KV on/off, fusion on/off, SM assignment, the argmax whole
-// or in tiles) all reproduce
+// different ScheduleConfigs (tiling, split-KV on/off, fusion on/off (FUSED ROPE_ATTENTION with and
+// without ROPE_APPEND), SM assignment, the argmax whole or in tiles) all reproduce
 // the Hugging Face transformers fixture on the CPU VM: prompt logits within 1e-4 relative error
 // (f32 activations over the bf16 checkpoint) and the 32 greedy tokens exactly.
 #include <catch2/catch.hpp>
@@ -38,7 +38,8 @@ std::vector<Variant> variants() {
                                 {"o_proj", "residual_add"},
                                 {"silu_mul", "down_proj", "residual_add"},
                                 {"final_norm", "lm_head", "argmax"},
-                                {"rope", "kv_append"}};
+                                {"rope", "kv_append"},
+                                {"rope", "attention"}};
     v.push_back(b);
   }
   {
@@ -48,7 +49,8 @@ std::vector<Variant> variants() {
     c.config.tiling["argmax"]["N_tile"] = 100;  // uneven argmax tiles, then their combine
     c.config.tiling["attention"]["kv_partitions"] = 3;
     c.config.tiling["attention"]["heads_per_task"] = 1;
-    c.config.fusion_grouping = {{"o_proj", "residual_add"}, {"silu_mul", "down_proj"}};
+    // {rope, attention} without {rope, kv_append}: k's ROPE and both appends follow the attention.
+    c.config.fusion_grouping = {{"o_proj", "residual_add"}, {"silu_mul", "down_proj"}, {"attention", "rope"}};
     c.config.sm_assignment = std::string("round_robin");
     c.config.page_allocation = "linear";
     v.push_back(c);

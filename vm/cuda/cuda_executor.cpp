@@ -266,7 +266,8 @@ class CudaExecutor final : public Executor {
       const amk_instruction_t& in = prog.instructions[t];
       if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE || in.op == AMK_OP_FUSED)
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)), 8));
-      if (in.op == AMK_OP_ATTENTION_TILE)
+      if (in.op == AMK_OP_ATTENTION_TILE ||
+          (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
                                            std::min<int64_t>(std::max(in.params.head_dim, 0), instructions::kDeviceMaxHeadDim),
                                            warps));
