@@ -59,6 +59,7 @@ struct ProbeArgs {
   unsigned long long* timeline;  // block 0, per chunk: issued, wait begun, landed (seen), consumed (ns)
   unsigned long long* span;      // per block: when its compute thread 0 started and finished (ns)
   int ring_skew;  // the ring starts ring_skew bytes past a 1024-byte boundary (--ring-skew)
+  int evict_first;  // 1: the copies carry the megakernel's L2 evict-first policy (--evict-first)
 };
 
 #define PROBE_CHECK(x)                                                                        \
@@ -137,10 +138,12 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
       }
       if (n >= a.slots) freed[s].wait(static_cast<uint32_t>(n / a.slots - 1));
       if (a.timeline != nullptr && blockIdx.x == 0) a.timeline[4 * n] = amk::gpu::global_timer_ns();
-      for (int c = 0; c < a.copies; ++c)
-        amk::gpu::bulk_copy_to_shared(ring + static_cast<long long>(s) * a.slot_bytes + c * piece,
-                                      src + (a.stagger ? (n + 7ll * blockIdx.x) % chunks : n) * a.slot_bytes + c * piece,
-                                      piece, &bar[s]);
+      for (int c = 0; c < a.copies; ++c) {
+        char* const dst = ring + static_cast<long long>(s) * a.slot_bytes + c * piece;
+        const char* const from = src + (a.stagger ? (n + 7ll * blockIdx.x) % chunks : n) * a.slot_bytes + c * piece;
+        if (a.evict_first) amk::gpu::bulk_copy_once_to_shared(dst, from, piece, &bar[s]);  // the megakernel's copy
+        else amk::gpu::bulk_copy_to_shared(dst, from, piece, &bar[s]);
+      }
     }
     for (long long n = chunks > a.slots ? chunks - a.slots : 0; n < chunks; ++n)
       amk::gpu::mbarrier_wait_parity(&bar[n % a.slots], static_cast<uint32_t>((n / a.slots) & 1));
@@ -260,6 +263,7 @@ struct Rate {
 };
 
 int g_ring_skew = 16;  // --ring-skew: the megakernel's default (vm/cuda/dyn_smem_layout.h)
+int g_evict_first = 0;  // --evict-first
 
 Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
                   Phases* ph) {
@@ -278,6 +282,7 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
   a.counter = reinterpret_cast<const unsigned*>(sink) + blocks;  // zeroed, past the blocks' sinks
   a.sink = sink;
   a.ring_skew = g_ring_skew;
+  a.evict_first = g_evict_first;
   // Whole chunks of whole rows: the slot is shrunk to a multiple of the row, as the host does.
   if (c.kind == "ring") a.slot_bytes = (a.slot_bytes / a.row_bytes) * a.row_bytes;
   const long long unit = c.kind == "ring" ? a.slot_bytes : a.row_bytes;
@@ -343,8 +348,9 @@ int main(int argc, char** argv) {
     if (s == "--kib" && i + 1 < argc) kib = std::atoll(argv[++i]);
     else if (s == "--only" && i + 1 < argc) only = std::atoi(argv[++i]);
     else if (s == "--ring-skew" && i + 1 < argc) g_ring_skew = std::atoi(argv[++i]) & 1008;  // 16-byte steps
+    else if (s == "--evict-first") g_evict_first = 1;
     else {
-      std::fprintf(stderr, "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES]\n");
+      std::fprintf(stderr, "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES] [--evict-first]\n");
       return 2;
     }
   }
