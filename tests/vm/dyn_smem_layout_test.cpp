@@ -5,6 +5,7 @@
 
 #include "vm/cuda/dyn_smem_layout.h"
 
+using amk::vm::gpuvm::dyn_smem_align_skip;
 using amk::vm::gpuvm::dyn_smem_layout;
 using amk::vm::gpuvm::kDynSmemAlign;
 using amk::vm::gpuvm::kDynSmemSlack;
@@ -50,4 +51,16 @@ TEST_CASE("dyn_smem_layout without a ring asks for the work area and the slack",
   CHECK(l.ring_offset == 0);
   CHECK(l.bytes == kDynSmemSlack + 16384);
   CHECK(dyn_smem_layout(-8, 0, 0, 0).bytes == kDynSmemSlack);
+}
+
+TEST_CASE("dyn_smem_align_skip reaches the next 1024-byte boundary within the slack", "[vm][smem]") {
+  CHECK(dyn_smem_align_skip(0) == 0);
+  CHECK(dyn_smem_align_skip(2048) == 0);
+  CHECK(dyn_smem_align_skip(14992) == 368);  // session 14's static shared memory: the base it followed
+  for (uint32_t at = 0; at < 4 * kDynSmemAlign; at += 16) {
+    const uint32_t skip = dyn_smem_align_skip(at);
+    INFO("at " << at);
+    CHECK((at + skip) % kDynSmemAlign == 0);
+    CHECK(static_cast<int64_t>(skip) <= kDynSmemSlack);
+  }
 }

@@ -34,6 +34,7 @@
 #include "instructions/device_common.cuh"
 #include "instructions/gemv_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
+#include "vm/cuda/dyn_smem_layout.h"
 #include "vm/cuda/stage_handoff.cuh"
 
 namespace {
@@ -107,8 +108,8 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
   __shared__ float s_part[2][amk::instructions::kStreamPartials];
   // The ring at a chosen offset from a 1024-byte boundary (the host asked for the slack): its
   // address mod 64 moved the megakernel by 7% (docs/PERFORMANCE.md, row 81).
-  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(s_dyn));
-  char* ring = reinterpret_cast<char*>(s_dyn) + ((1024u - (at & 1023u)) & 1023u) + a.ring_skew;
+  const auto at = static_cast<uint32_t>(__cvta_generic_to_shared(s_dyn));
+  char* ring = reinterpret_cast<char*>(s_dyn) + amk::vm::gpuvm::dyn_smem_align_skip(at) + a.ring_skew;
   float* s_x = reinterpret_cast<float*>(ring + static_cast<long long>(a.slots) * a.slot_bytes);
   const long long chunks = a.bytes_per_block / a.slot_bytes;
   const char* src = a.src + blockIdx.x * a.bytes_per_block;
@@ -262,7 +263,7 @@ struct Rate {
   double per_sm, total;
 };
 
-int g_ring_skew = 16;  // --ring-skew: the megakernel's default (vm/cuda/dyn_smem_layout.h)
+int g_ring_skew = static_cast<int>(amk::vm::gpuvm::kRingSkewDefault);  // --ring-skew: the megakernel's default
 int g_evict_first = 0;  // --evict-first
 
 Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
@@ -290,7 +291,8 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
                                                  amk::gpu::kWarpSize);
   a.bytes_per_block = (kib * 1024 / unit) * unit;
   size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4;
-  if (c.kind == "ring") smem += static_cast<size_t>(a.slots) * a.slot_bytes + 2048;  // + the alignment and skew
+  if (c.kind == "ring")  // + the alignment's slack and the largest skew
+    smem += static_cast<size_t>(a.slots) * a.slot_bytes + amk::vm::gpuvm::kDynSmemSlack + amk::vm::gpuvm::kRingSkewMax;
   auto kernel = c.kind == "ring" ? ring_probe : ld_probe;
   PROBE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   // Rates from each block's own start and finish stamps (no launch overhead in them, which
@@ -347,7 +349,7 @@ int main(int argc, char** argv) {
     const std::string s = argv[i];
     if (s == "--kib" && i + 1 < argc) kib = std::atoll(argv[++i]);
     else if (s == "--only" && i + 1 < argc) only = std::atoi(argv[++i]);
-    else if (s == "--ring-skew" && i + 1 < argc) g_ring_skew = std::atoi(argv[++i]) & 1008;  // 16-byte steps
+    else if (s == "--ring-skew" && i + 1 < argc) g_ring_skew = std::atoi(argv[++i]) & static_cast<int>(amk::vm::gpuvm::kRingSkewMax);  // 16-byte steps
     else if (s == "--evict-first") g_evict_first = 1;
     else {
       std::fprintf(stderr, "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES] [--evict-first]\n");

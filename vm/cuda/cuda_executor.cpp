@@ -367,6 +367,7 @@ class CudaExecutor final : public Executor {
     // AMK_RING_SKEW=b: the ring b bytes past a 1024-byte boundary (a multiple of 16; measuring).
     ring_skew_ = gpuvm::kRingSkewDefault;
     if (const char* env = std::getenv("AMK_RING_SKEW"); env != nullptr && std::atoi(env) >= 0) ring_skew_ = std::atoi(env);
+    // What is left for slots after the slack, the work area and the skew (a ring of zero-byte slots).
     const int64_t room = static_cast<int64_t>(res.max_dyn_smem_bytes) -
                          gpuvm::dyn_smem_layout(static_cast<int64_t>(work_bytes), ring_skew_, 1, 0).bytes;
     int64_t slot = 64 * 1024, max_slots = 2;

@@ -8,6 +8,8 @@
 #pragma once
 #include <cstdint>
 
+#include "instructions/common/hd.h"
+
 namespace amk::vm::gpuvm {
 
 /// The kernel rounds its dynamic shared memory base up to this.
@@ -18,6 +20,13 @@ inline constexpr int64_t kDynSmemSlack = kDynSmemAlign - 16;
 inline constexpr int64_t kRingSkewDefault = 16;
 /// The largest skew: a multiple of 16 below kDynSmemAlign.
 inline constexpr int64_t kRingSkewMax = kDynSmemAlign - 16;
+
+/// Bytes from a dynamic base at shared-window offset `at` to the next kDynSmemAlign boundary
+/// (at most kDynSmemSlack for a 16-byte-aligned base): what the kernel skips.
+AMK_HD constexpr uint32_t dyn_smem_align_skip(uint32_t at) {
+  constexpr uint32_t kMask = static_cast<uint32_t>(kDynSmemAlign) - 1u;
+  return (kMask + 1u - (at & kMask)) & kMask;
+}
 
 /// The dynamic shared memory of one worker block, from its aligned base.
 struct DynSmemLayout {

@@ -458,9 +458,12 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
 __device__ float4* aligned_dyn_base(float4* raw) {
 #if defined(__CUDA_ARCH__)
   const auto at = static_cast<uint32_t>(__cvta_generic_to_shared(raw));  // the shared window's offset
-#else
+#else  // HIP: the LDS aperture is aligned far beyond 1024 bytes, so the generic address will do
   const auto at = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(raw));
 #endif
+  // dyn_smem_align_skip(at) written out: calling the helper here moved ptxas's allocation of the
+  // whole kernel (60 -> 144 B of spill stores, locally with CUDA 13.0), and that alone can cost
+  // ~2% (docs/PERFORMANCE.md row 77); tests/vm/dyn_smem_layout_test.cpp checks the helper.
   constexpr uint32_t kMask = static_cast<uint32_t>(kDynSmemAlign) - 1u;
   return reinterpret_cast<float4*>(reinterpret_cast<char*>(raw) + ((kMask + 1u - (at & kMask)) & kMask));
 }
