@@ -102,6 +102,12 @@ AMK_DEVICE float* fresh_rows(const AttentionTileArgs& a, const DeviceCtx& ctx) {
 /// that its sin / cos (the accurate ones, as ROPE) take no registers from the attention loops
 /// (inlined, the kernel spilled 300 bytes more and every stage slowed). Whole block; ends with a
 /// barrier.
+///
+/// With contiguous operands and an F32 table (every lowered program) the operands' pointers and
+/// dtypes are read from the shared Args into registers once, before any shared store: through
+/// Tensor::load each element's loads waited on a chain of shared reads of the Args (which the
+/// stores to s_q may alias, so the compiler re-read them), and the prologue took ~2 us even with
+/// its data in L1 (docs/PERFORMANCE.md, row 86). The arithmetic is rope_element's, in its order.
 AMK_DEVICE_NOINLINE void rope_fresh_prologue(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
   const int64_t hd = a.head_dim, g = h / a.group;
   const float pos = static_cast<float>(a.fresh_pos);
@@ -109,12 +115,39 @@ AMK_DEVICE_NOINLINE void rope_fresh_prologue(const AttentionTileArgs& a, int64_t
   float* s_k = fresh_rows(a, ctx);
   float* s_v = s_k + hd;
   const int64_t rows = a.fresh_key ? 3 : 1;  // q, then k and v when the fresh key is this task's
-  block_for(rows * hd, [&](int64_t e) {
-    const int64_t r = e / hd, d = e - r * hd;
-    if (r == 0) s_q[d] = round_to_dtype(a.q.dtype, rope_element(a.q, h * hd, d, hd, a.inv_freq, pos));
-    else if (r == 1) s_k[d] = round_to_dtype(a.k.dtype, rope_element(a.k_new, g * hd, d, hd, a.inv_freq, pos));
-    else s_v[d] = round_to_dtype(a.v.dtype, a.v_new.load(g * hd + d));
-  });
+  if (!a.generic_prologue && a.q.contiguous && a.k_new.contiguous && a.v_new.contiguous && a.inv_freq.contiguous &&
+      a.inv_freq.dtype == AMK_DTYPE_F32) {
+    const void* const qp = a.q.ptr;
+    const void* const kp = a.k_new.ptr;
+    const void* const vp = a.v_new.ptr;
+    const float* const inv = static_cast<const float*>(a.inv_freq.ptr);
+    const int32_t q_dt = a.q.dtype, kn_dt = a.k_new.dtype, vn_dt = a.v_new.dtype;
+    const int32_t kc_dt = a.k.dtype, vc_dt = a.v.dtype;  // the rounding: q's, then the caches'
+    const int64_t half = hd / 2;
+    for (int64_t e = block_tid(); e < rows * hd; e += block_threads()) {
+      const int64_t r = e / hd, d = e - r * hd;
+      if (r == 2) {
+        s_v[d] = round_to_dtype(vc_dt, load_elem(vp, vn_dt, g * hd + d));
+        continue;
+      }
+      const void* const x = r == 0 ? qp : kp;
+      const int32_t x_dt = r == 0 ? q_dt : kn_dt;
+      const int64_t base = r == 0 ? h * hd : g * hd, i = d < half ? d : d - half;
+      const float f = inv[i];
+      const float lo = load_elem(x, x_dt, base + i), hi = load_elem(x, x_dt, base + i + half);
+      const float ang = pos * f;
+      const float c = cosf(ang), sn = sinf(ang);
+      const float v = d < half ? lo * c - hi * sn : hi * c + lo * sn;
+      (r == 0 ? s_q : s_k)[d] = round_to_dtype(r == 0 ? q_dt : kc_dt, v);
+    }
+  } else {
+    block_for(rows * hd, [&](int64_t e) {
+      const int64_t r = e / hd, d = e - r * hd;
+      if (r == 0) s_q[d] = round_to_dtype(a.q.dtype, rope_element(a.q, h * hd, d, hd, a.inv_freq, pos));
+      else if (r == 1) s_k[d] = round_to_dtype(a.k.dtype, rope_element(a.k_new, g * hd, d, hd, a.inv_freq, pos));
+      else s_v[d] = round_to_dtype(a.v.dtype, a.v_new.load(g * hd + d));
+    });
+  }
   compute_barrier();
 }
 

@@ -23,6 +23,9 @@ struct AttentionTileArgs {
   bool has_bias = false, partial = false;
   bool rope_fresh = false;          ///< ROPE_ATTENTION
   bool fresh_key = false;           ///< ROPE_ATTENTION and p in the window: key p is the fresh row
+  /// ROPE_ATTENTION: rotate through Tensor::load even where the raw-operand prologue applies (the
+  /// host sets it in the task's blob under AMK_ROPE_PROLOGUE_GENERIC=1, a measuring knob).
+  bool generic_prologue = false;
   int64_t fresh_pos = 0;            ///< ROPE_ATTENTION: p, the rotation position
   int64_t head_dim = 0, n_heads = 0, n_kv_heads = 0, group = 1;
   int64_t seq = 0;                  ///< S: cache rows

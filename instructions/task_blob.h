@@ -128,6 +128,22 @@ AMK_HD int32_t predecode_task(const amk_program_t& p, const amk_instruction_t& i
   }
 }
 
+/// Ask FUSED ROPE_ATTENTION in a blob that predecode_task wrote to take its Tensor::load prologue
+/// (AttentionTileArgs::generic_prologue; a measuring knob). Returns false, the blob unchanged, for
+/// any other blob.
+inline bool set_generic_rope_prologue(unsigned char* blob) {
+  TaskBlobHeader h;
+  memcpy(&h, blob, sizeof h);
+  if (h.tag != TaskBlobTag<AttentionTileArgs>::value || h.bytes != static_cast<int32_t>(sizeof(AttentionTileArgs)))
+    return false;
+  AttentionTileArgs a;
+  memcpy(&a, blob + sizeof h, sizeof a);
+  if (!a.rope_fresh) return false;
+  a.generic_prologue = true;
+  memcpy(blob + sizeof h, &a, sizeof a);
+  return true;
+}
+
 /// A blob of the weight stream's plan for a streamed GEMV-like task.
 inline void make_plan_blob(const GemvPlan& plan, int32_t op, unsigned char* blob) {
   const TaskBlobHeader h{TaskBlobTag<GemvPlan>::value, op, static_cast<int32_t>(sizeof(GemvPlan)), 0};

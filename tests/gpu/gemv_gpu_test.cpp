@@ -97,14 +97,6 @@ ir::Program mixed_stream_program(bool long_x = false) {
   return b.p;
 }
 
-/// Set an environment variable for the lifetime of the object (the executor reads the ring
-/// knobs when it is created).
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const std::string& n, const std::string& value) : name(n) { setenv(n.c_str(), value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-};
-
 }  // namespace
 
 TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results", "[gpu][stream]") {
@@ -115,7 +107,7 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
   // every chunk waits for the one before; 8 slots of 32 KiB: chunks of several tasks in flight.
   for (const Shape sh : {Shape{"2", "8"}, Shape{"3", "8"}, Shape{"4", "32"}, Shape{"8", "16"}}) {
     INFO("ring " << sh.slots << " x " << sh.kib << " KiB");
-    ScopedEnv slots("AMK_RING_SLOTS", sh.slots), kib("AMK_RING_SLOT_KIB", sh.kib);
+    gputest::ScopedEnv slots("AMK_RING_SLOTS", sh.slots), kib("AMK_RING_SLOT_KIB", sh.kib);
     if (gputest::device_sm_major() >= 9) {  // the stream exists on sm_90 builds only
       auto image = gputest::load(p);
       auto ex = vm::make_cuda_executor(*image);
@@ -136,14 +128,14 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
   // The loader warp's two jobs at their extremes: staging one task at a time (the stream runs
   // ahead of the staged tasks) and four (staged tasks run ahead of the stream).
   for (int staged : {1, 4}) {
-    ScopedEnv slots("AMK_RING_SLOTS", "3"), kib("AMK_RING_SLOT_KIB", "8");
+    gputest::ScopedEnv slots("AMK_RING_SLOTS", "3"), kib("AMK_RING_SLOT_KIB", "8");
     gputest::CompareOptions o;
     o.staged_tasks = staged;
     Status st = gputest::compare_with_cpu(p, o);
     INFO("ring 3 x 8 KiB, staged tasks " << staged << ": " << st.message());
     CHECK(st.is_ok());
   }
-  ScopedEnv off("AMK_RING", "0");
+  gputest::ScopedEnv off("AMK_RING", "0");
   Status st = gputest::compare_with_cpu(p, {});
   INFO("ring off: " << st.message());
   CHECK(st.is_ok());
@@ -153,7 +145,7 @@ TEST_CASE("gpu weight stream: a traced launch records every chunk in stream orde
           "[gpu][stream][trace]") {
   gputest::require_gpu();
   if (gputest::device_sm_major() < 9) FAIL("the weight stream exists on sm_90 builds only; this device has none");
-  ScopedEnv slots("AMK_RING_SLOTS", "3"), kib("AMK_RING_SLOT_KIB", "8");
+  gputest::ScopedEnv slots("AMK_RING_SLOTS", "3"), kib("AMK_RING_SLOT_KIB", "8");
   const ir::Program p = mixed_stream_program();
   auto image = gputest::load(p);
   auto ex = vm::make_cuda_executor(*image);

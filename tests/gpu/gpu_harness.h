@@ -5,6 +5,7 @@
 // "run an image on the GPU" helper the decode tests use.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,6 +40,16 @@ std::unique_ptr<loader::ProgramImage> load(const ir::Program& p, bool skip_valid
 
 /// Bytes of buffer `i` in `image`.
 size_t buffer_bytes(const loader::ProgramImage& image, int i);
+
+/// Set an environment variable for the lifetime of the object (the executor reads its measuring
+/// knobs, AMK_RING_SLOTS, AMK_ROPE_PROLOGUE_GENERIC, ..., when it is created).
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n) { setenv(n.c_str(), value.c_str(), 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
 
 /// Per-test knobs of compare_with_cpu().
 struct CompareOptions {

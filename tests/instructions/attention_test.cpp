@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "instructions/task_blob.h"
 #include "tests/instructions/ref_harness.h"
 
 using namespace amk::test;
@@ -465,6 +466,44 @@ TEST_CASE("FUSED ROPE_ATTENTION at step 0 attends to the fresh key alone", "[ins
     }
   CHECK(p.get(out, 31) == 1.0);
   CHECK(p.guards_intact());
+}
+
+TEST_CASE("FUSED ROPE_ATTENTION blobs: the Tensor::load prologue is the host's measuring choice, and only there",
+          "[instructions][op:fused][op:attention_tile]") {
+  using namespace amk::instructions;
+  const Shape s{8, 2, 64, 24};
+  const int64_t row = s.n_kv * s.hd;
+  RefProgram p;
+  const int32_t q = p.add(AMK_DTYPE_BF16, {s.n_heads * s.hd}), inv = p.add(AMK_DTYPE_F32, {s.hd / 2});
+  const int32_t kc = p.add(AMK_DTYPE_BF16, {s.seq, row}), vc = p.add(AMK_DTYPE_BF16, {s.seq, row});
+  const int32_t kn = p.add(AMK_DTYPE_BF16, {row}), vn = p.add(AMK_DTYPE_BF16, {row});
+  const int32_t out = p.add(AMK_DTYPE_BF16, {s.n_heads * s.hd});
+  p.set_step(13);
+  std::vector<unsigned char> blob(static_cast<size_t>(kTaskBlobBytes));
+  const auto args_of = [&] {
+    AttentionTileArgs a;
+    std::memcpy(&a, blob.data() + sizeof(TaskBlobHeader), sizeof a);
+    return a;
+  };
+
+  // A decode leaves the raw-operand prologue on; the knob flips that flag and nothing else.
+  REQUIRE(predecode_task(p.view(), rope_attention_inst({q, kc, vc, kn, vn, inv}, out, s, 0, s.seq, 0), blob.data()) ==
+          AMK_DEVERR_NONE);
+  CHECK_FALSE(args_of().generic_prologue);
+  const std::vector<unsigned char> decoded = blob;
+  CHECK(set_generic_rope_prologue(blob.data()));
+  CHECK(args_of().generic_prologue);
+  AttentionTileArgs a = args_of();
+  a.generic_prologue = false;
+  std::memcpy(blob.data() + sizeof(TaskBlobHeader), &a, sizeof a);
+  CHECK(blob == decoded);
+
+  // ATTENTION_TILE has no prologue: its blob stays as decoded.
+  REQUIRE(predecode_task(p.view(), attention_inst(q, kc, vc, out, s, 0, s.seq, AMK_FLAG_STEP_KV), blob.data()) ==
+          AMK_DEVERR_NONE);
+  const std::vector<unsigned char> plain = blob;
+  CHECK_FALSE(set_generic_rope_prologue(blob.data()));
+  CHECK(blob == plain);
 }
 
 TEST_CASE("FUSED ROPE_ATTENTION refuses non-step flags, pos != 0, wrong arity and operands, p outside the cache",

@@ -220,7 +220,11 @@ class RefProgram {
   }
 
   /// Run one instruction through cpu_execute over this program's buffers.
-  int32_t run(const amk_instruction_t& inst) {
+  int32_t run(const amk_instruction_t& inst) { return instructions::cpu_execute(view(), inst); }
+
+  /// The program as the VM sees it: its buffer table and step block (valid until the next add,
+  /// view or run).
+  const amk_program_t& view() {
     descs_.assign(bufs_.size(), amk_buffer_t{});
     for (size_t i = 0; i < bufs_.size(); ++i) {
       amk_buffer_t& d = descs_[i];
@@ -233,11 +237,11 @@ class RefProgram {
         d.stride[k] = bufs_[i].stride[k];
       }
     }
-    amk_program_t prog{};
-    prog.buffers = descs_.data();
-    prog.n_buffers = static_cast<int32_t>(descs_.size());
-    prog.step = has_step_ ? &step_ : nullptr;
-    return instructions::cpu_execute(prog, inst);
+    prog_ = amk_program_t{};
+    prog_.buffers = descs_.data();
+    prog_.n_buffers = static_cast<int32_t>(descs_.size());
+    prog_.step = has_step_ ? &step_ : nullptr;
+    return prog_;
   }
 
  private:
@@ -266,6 +270,7 @@ class RefProgram {
   }
   std::vector<Buffer> bufs_;
   std::vector<amk_buffer_t> descs_;
+  amk_program_t prog_{};
   amk_step_t step_{};
   bool has_step_ = false;
 };

@@ -435,6 +435,9 @@ class CudaExecutor final : public Executor {
     view.step = nullptr;  // step-dependent operands are bound on the device (bind_*_step)
     const size_t n = static_cast<size_t>(view.sm_queue_offsets[view.n_sms]);
     const size_t blob_bytes = static_cast<size_t>(instructions::kTaskBlobBytes);
+    // AMK_ROPE_PROLOGUE_GENERIC=1: ROPE_ATTENTION rotates through Tensor::load (the A/B of row 86).
+    const char* generic_env = std::getenv("AMK_ROPE_PROLOGUE_GENERIC");
+    const bool generic_rope_prologue = generic_env != nullptr && std::strcmp(generic_env, "1") == 0;
     std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
     std::vector<unsigned char> blobs(n * blob_bytes, 0);
     const int64_t x_floats = static_cast<int64_t>(args_.work_floats) & ~int64_t{7};
@@ -442,7 +445,8 @@ class CudaExecutor final : public Executor {
       const amk_instruction_t& inst = view.instructions[view.sm_queue[q]];
       unsigned char* blob = blobs.data() + q * blob_bytes;
       if (stream_share(view, inst, x_floats, &table[q], blob)) ++report_.streamed_tasks;
-      else (void)instructions::predecode_task(view, inst, blob);  // tag -1 when it does not decode
+      else if (instructions::predecode_task(view, inst, blob) == AMK_DEVERR_NONE && generic_rope_prologue)  // else tag -1
+        (void)instructions::set_generic_rope_prologue(blob);
     }
     // The longest worker's chunk count sizes a traced launch's chunk records.
     chunks_per_worker_ = 0;
