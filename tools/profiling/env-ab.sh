@@ -6,7 +6,7 @@
 # register-allocation noise between the variants (docs/PERFORMANCE.md rows 77-78). Needs amk-bench
 # built in $AMK_DEVICE_BUILD (default build-device: tools/device-quick.sh builds it). Logs go to
 # $OUT (else build-device/logs); a table is printed last.
-#   e.g. tools/profiling/env-ab.sh - AMK_L2_AHEAD_KIB=256
+#   e.g. tools/profiling/env-ab.sh - AMK_ROPE_PROLOGUE_GENERIC=1
 # env: AMK_SKIP_8B=1, AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128), AMK_AB_TOKENS (30)
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"

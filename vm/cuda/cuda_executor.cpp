@@ -435,7 +435,7 @@ class CudaExecutor final : public Executor {
     view.step = nullptr;  // step-dependent operands are bound on the device (bind_*_step)
     const size_t n = static_cast<size_t>(view.sm_queue_offsets[view.n_sms]);
     const size_t blob_bytes = static_cast<size_t>(instructions::kTaskBlobBytes);
-    // AMK_ROPE_PROLOGUE_GENERIC=1: ROPE_ATTENTION rotates through Tensor::load (the A/B of row 86).
+    // AMK_ROPE_PROLOGUE_GENERIC=1: ROPE_ATTENTION rotates through Tensor::load (the A/B of PERFORMANCE.md row 87).
     const char* generic_env = std::getenv("AMK_ROPE_PROLOGUE_GENERIC");
     const bool generic_rope_prologue = generic_env != nullptr && std::strcmp(generic_env, "1") == 0;
     std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
