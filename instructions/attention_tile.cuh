@@ -107,7 +107,7 @@ AMK_DEVICE float* fresh_rows(const AttentionTileArgs& a, const DeviceCtx& ctx) {
 /// dtypes are read from the shared Args into registers once, before any shared store: through
 /// Tensor::load each element's loads waited on a chain of shared reads of the Args (which the
 /// stores to s_q may alias, so the compiler re-read them), and the prologue took ~2 us even with
-/// its data in L1 (docs/PERFORMANCE.md, row 86). The arithmetic is rope_element's, in its order.
+/// its data in L1 (docs/PERFORMANCE.md, row 86). Both paths rotate with rope_rotate.
 AMK_DEVICE_NOINLINE void rope_fresh_prologue(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
   const int64_t hd = a.head_dim, g = h / a.group;
   const float pos = static_cast<float>(a.fresh_pos);
@@ -134,10 +134,7 @@ AMK_DEVICE_NOINLINE void rope_fresh_prologue(const AttentionTileArgs& a, int64_t
       const int32_t x_dt = r == 0 ? q_dt : kn_dt;
       const int64_t base = r == 0 ? h * hd : g * hd, i = d < half ? d : d - half;
       const float f = inv[i];
-      const float lo = load_elem(x, x_dt, base + i), hi = load_elem(x, x_dt, base + i + half);
-      const float ang = pos * f;
-      const float c = cosf(ang), sn = sinf(ang);
-      const float v = d < half ? lo * c - hi * sn : hi * c + lo * sn;
+      const float v = rope_rotate(load_elem(x, x_dt, base + i), load_elem(x, x_dt, base + i + half), f, pos, d >= half);
       (r == 0 ? s_q : s_k)[d] = round_to_dtype(r == 0 ? q_dt : kc_dt, v);
     }
   } else {

@@ -120,15 +120,21 @@ AMK_HD int32_t bind_attention_tile_step(const amk_program_t& p, const amk_instru
   return AMK_DEVERR_NONE;
 }
 
-/// Element d of the head x[base, base + hd) rotated at `pos` as ROPE does: for i = d mod hd/2,
-/// a = pos * inv_freq[i]; the lower half is x[i] cos a - x[i + hd/2] sin a, the upper x[i + hd/2]
-/// cos a + x[i] sin a.
+/// ROPE's rotate-half of one element from its pair (lo = x[i], hi = x[i + hd/2]) and the table's
+/// inv_freq[i]: a = pos * inv_freq[i]; the lower half is lo cos a - hi sin a, the upper (`upper`)
+/// hi cos a + lo sin a.
+AMK_HD float rope_rotate(float lo, float hi, float inv_freq_i, float pos, bool upper) {
+  const float ang = pos * inv_freq_i;
+  const float c = cosf(ang), s = sinf(ang);
+  return upper ? hi * c + lo * s : lo * c - hi * s;
+}
+
+/// Element d of the head x[base, base + hd) rotated at `pos` as ROPE does (rope_rotate of its
+/// pair, i = d mod hd/2).
 AMK_HD float rope_element(const Tensor& x, int64_t base, int64_t d, int64_t hd, const Tensor& inv_freq, float pos) {
   const int64_t half = hd / 2, i = d < half ? d : d - half;
-  const float ang = pos * inv_freq.load(i);
-  const float c = cosf(ang), s = sinf(ang);
-  const float lo = x.load(base + i), hi = x.load(base + i + half);
-  return d < half ? lo * c - hi * s : hi * c + lo * s;
+  const float f = inv_freq.load(i);
+  return rope_rotate(x.load(base + i), x.load(base + i + half), f, pos, d >= half);
 }
 
 AMK_HD int32_t decode_attention_tile(const amk_program_t& p, const amk_instruction_t& inst, AttentionTileArgs* a) {
