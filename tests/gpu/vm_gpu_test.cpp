@@ -62,25 +62,31 @@ TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's
   // Three workers: each worker's next tasks wait on counters that the other workers release,
   // so a staged task is often published long after it was copied, and a worker's compute warps
   // run one task while its loader polls the next ones.
-  for (int staged : {1, 2, 3, 4}) {
-    INFO("staged tasks " << staged);
-    auto cimg = gputest::load(testing::toy_program(), false, 3);
-    auto gimg = gputest::load(testing::toy_program(), false, 3);
-    auto cpu = vm::make_cpu_executor(*cimg);
-    vm::GpuOptions options;
-    options.staged_tasks = staged;
-    auto gpu = make_gpu(*gimg, options);
-    const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*gpu);
-    REQUIRE(rep != nullptr);
-    INFO(rep->summary());
+  // Both staging policies: the default stages a task only once the one before it is published;
+  // AMK_STAGE_WHILE_POLLING=1 (the measuring knob) stages it as soon as its slot is free.
+  for (const char* while_polling : {"0", "1"}) {
+    gputest::ScopedEnv policy("AMK_STAGE_WHILE_POLLING", while_polling);
+    for (int staged : {1, 2, 3, 4}) {
+      INFO("staged tasks " << staged << ", AMK_STAGE_WHILE_POLLING=" << while_polling);
+      auto cimg = gputest::load(testing::toy_program(), false, 3);
+      auto gimg = gputest::load(testing::toy_program(), false, 3);
+      auto cpu = vm::make_cpu_executor(*cimg);
+      vm::GpuOptions options;
+      options.staged_tasks = staged;
+      auto gpu = make_gpu(*gimg, options);
+      const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*gpu);
+      REQUIRE(rep != nullptr);
+      INFO(rep->summary());
+      CHECK(rep->stage_while_polling == (while_polling[0] == '1'));
 #ifdef AMK_USE_HIP
-    CHECK(rep->loader_warps == 0);
-    CHECK(rep->staged_tasks == 1);
+      CHECK(rep->loader_warps == 0);
+      CHECK(rep->staged_tasks == 1);
 #else
-    CHECK(rep->loader_warps == 1);
-    CHECK(rep->staged_tasks == staged);
+      CHECK(rep->loader_warps == 1);
+      CHECK(rep->staged_tasks == staged);
 #endif  // AMK_USE_HIP
-    check_toy_against_cpu(*gpu, *gimg, *cpu, 300, 37, 7, 5);
+      check_toy_against_cpu(*gpu, *gimg, *cpu, 300, 37, 7, 5);
+    }
   }
 }
 

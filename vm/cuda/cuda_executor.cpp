@@ -341,6 +341,9 @@ class CudaExecutor final : public Executor {
     args_.poll_sleep_ns = 200;
     if (const char* env = std::getenv("AMK_POLL_SLEEP_NS"); env != nullptr && std::atoi(env) >= 0)
       args_.poll_sleep_ns = static_cast<uint32_t>(std::atoi(env));
+    const char* ahead = std::getenv("AMK_STAGE_WHILE_POLLING");
+    args_.stage_while_polling = ahead != nullptr && std::strcmp(ahead, "1") == 0 ? 1 : 0;
+    report_.stage_while_polling = args_.stage_while_polling != 0;
     return Status::ok();
   }
 
@@ -714,7 +717,8 @@ std::string GpuKernelReport::summary() const {
   o << device << ": " << workers << " workers x " << threads_per_block << " threads (" << blocks_per_sm
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
-    << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead, prefetch depth "
+    << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead"
+    << (stage_while_polling ? " (also while the next waits)" : "") << ", prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
     << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
     << " B host-decoded operands per task";

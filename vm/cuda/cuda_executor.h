@@ -37,6 +37,10 @@ struct GpuKernelReport {
   int prefetch_depth = 0;
   int loader_warps = 0;   ///< warps that stage tasks and stream weights instead of computing
   int staged_tasks = 0;   ///< tasks the loader stages ahead of the compute warps
+  /// Whether the loader stages a task while the one before it still waits for its counters
+  /// (env AMK_STAGE_WHILE_POLLING=1, a measuring knob; by default it waits until that one is
+  /// published, docs/PERFORMANCE.md row 89).
+  bool stage_while_polling = false;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring

@@ -372,8 +372,12 @@ struct Loader {
 #endif  // AMK_HAVE_BULK_COPY
     if (!stopping && ready < staged && clock64() >= next_poll) busy |= poll_ready();
     if (ready == n_tasks && stream_done) return -2;
-    // Task `staged` goes into slot staged % S once that slot's previous task has finished.
-    if (!stopping && staged < n_tasks &&
+    // Task `staged` goes into slot staged % S once that slot's previous task has finished, and,
+    // while a staged task still waits for its counters, only after it is published: staging is a
+    // global round trip of the whole warp (~1-4 us behind the next stage's weight copies), and a
+    // slot frees when a task ends, which at a stage's end is when the next task's counters are
+    // about to be met; the poll that would see them waited for it (docs/PERFORMANCE.md, row 89).
+    if (!stopping && staged < n_tasks && (ready == staged || args.stage_while_polling != 0) &&
         (staged < S || s.task_free[staged % S].test(static_cast<uint32_t>(staged / S - 1))))
       return staged;
     // No pause while there is anything left to stream or poll: a freed ring slot must be
@@ -407,6 +411,9 @@ struct Loader {
       if (producer.copy.end > begin + ready) producer.copy.end = begin + ready;
 #endif  // AMK_HAVE_BULK_COPY
     }
+#ifdef AMK_TRACE_PUBLISH  // measurement only (row 89): t_wait_begin = when the loader published
+    if (rec != nullptr) rec->t_wait_begin = gpu::global_timer_ns();
+#endif  // AMK_TRACE_PUBLISH
     s.task_ready[ready % args.staged_tasks].arrive();
     ++ready;
     next_wait = 0;

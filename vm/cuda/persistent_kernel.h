@@ -65,6 +65,10 @@ struct KernelArgs {
   /// Pause between two polls of a counter (0: spin, pausing only in long waits). Fewer polls
   /// leave the L2 slice that holds a hot counter to the producers' atomics and other traffic.
   uint32_t poll_sleep_ns;
+  /// 1: the loader stages the task after next as soon as its slot is free, even while the next
+  /// one still waits for its counters (the A/B knob AMK_STAGE_WHILE_POLLING=1 of
+  /// docs/PERFORMANCE.md row 89); 0: it stages it only once the next task is published.
+  int32_t stage_while_polling;
 };
 
 static_assert(instructions::kTaskBlobBytes % 16 == 0, "the kernel copies task blobs word by word");
