@@ -10,6 +10,8 @@ the stage then splits its hop into
 The publish time is only in traces of a build configured with -DCMAKE_CUDA_FLAGS=-DAMK_TRACE_PUBLISH
 (the loader then stamps it into t_wait_begin, the "wait" slice's start, instead of its first poll);
 on other builds the first two columns mean "first poll" and are printed only for the record.
+Adding -DAMK_TRACE_RELEASE stamps each task's end after its release fence instead of before it,
+so "met" becomes the release and a task's run includes the fence (docs/PERFORMANCE.md row 90).
 docs/PERFORMANCE.md row 89 is the measurement this was written for.
 """
 import collections

@@ -572,6 +572,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         rec->worker = worker;
       }
       if (out_counter >= 0 && out_counter < p.n_counters) gpu::atomic_add_release_gpu(&p.counters[out_counter], 1u);
+#ifdef AMK_TRACE_RELEASE  // measurement only (row 90): t_end after the release, whose fence this then includes
+      if (rec != nullptr) rec->t_end = gpu::global_timer_ns();
+#endif  // AMK_TRACE_RELEASE
       gpu::store_relaxed_gpu(&args.progress[worker], t + 1);
 #if AMK_HAVE_BULK_COPY
       if (free_after_release >= 0) s.ring_free[free_after_release].arrive();
