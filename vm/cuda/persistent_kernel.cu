@@ -374,9 +374,10 @@ struct Loader {
     if (ready == n_tasks && stream_done) return -2;
     // Task `staged` goes into slot staged % S once that slot's previous task has finished, and,
     // while a staged task still waits for its counters, only after it is published: staging is a
-    // global round trip of the whole warp (~1-4 us behind the next stage's weight copies), and a
-    // slot frees when a task ends, which at a stage's end is when the next task's counters are
-    // about to be met; the poll that would see them waited for it (docs/PERFORMANCE.md, row 89).
+    // global round trip of the whole warp, issued behind the ring's refills, and a slot frees
+    // when a task ends, which at a stage's end is when the next task's counters are about to be
+    // met; the poll that would see them waited for it (-1.5% per token on the 1B shape,
+    // docs/PERFORMANCE.md row 89). The next task cannot depend on the unstaged one (queue order).
     if (!stopping && staged < n_tasks && (ready == staged || args.stage_while_polling != 0) &&
         (staged < S || s.task_free[staged % S].test(static_cast<uint32_t>(staged / S - 1))))
       return staged;
