@@ -33,6 +33,12 @@ using gpuvm::KernelResources;
 constexpr size_t kAlign = 256;
 inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/// Whether the measuring knob `name` is set to exactly `value` (any other setting is ignored).
+bool env_is(const char* name, const char* value) {
+  const char* env = std::getenv(name);
+  return env != nullptr && std::strcmp(env, value) == 0;
+}
+
 /// Host mirror of the per-launch block the device reads first: [step | error | progress...].
 struct StageHeader {
   amk_step_t step;
@@ -309,7 +315,7 @@ class CudaExecutor final : public Executor {
     const auto& cfg = image_.program().config;
     const int pipeline = cfg ? static_cast<int>(std::clamp<int64_t>(cfg->pipelining_depth, 0, 8)) : 2;
     int depth = options.prefetch_depth >= 0 ? options.prefetch_depth : pipeline;
-    if (const char* env = std::getenv("AMK_PREFETCH"); env != nullptr && std::strcmp(env, "0") == 0) depth = 0;
+    if (env_is("AMK_PREFETCH", "0")) depth = 0;
     int staged = std::clamp(options.staged_tasks >= 1 ? options.staged_tasks : pipeline, 1, gpuvm::kMaxStagedTasks);
     if (const char* env = std::getenv("AMK_STAGED_TASKS"); env != nullptr)  // a measuring knob
       staged = std::clamp(std::atoi(env), 1, gpuvm::kMaxStagedTasks);
@@ -341,8 +347,7 @@ class CudaExecutor final : public Executor {
     args_.poll_sleep_ns = 200;
     if (const char* env = std::getenv("AMK_POLL_SLEEP_NS"); env != nullptr && std::atoi(env) >= 0)
       args_.poll_sleep_ns = static_cast<uint32_t>(std::atoi(env));
-    const char* ahead = std::getenv("AMK_STAGE_WHILE_POLLING");
-    args_.stage_while_polling = ahead != nullptr && std::strcmp(ahead, "1") == 0 ? 1 : 0;
+    args_.stage_while_polling = env_is("AMK_STAGE_WHILE_POLLING", "1") ? 1 : 0;
     report_.stage_while_polling = args_.stage_while_polling != 0;
     return Status::ok();
   }
@@ -358,7 +363,7 @@ class CudaExecutor final : public Executor {
     ring_slots_ = 0;
     ring_slot_bytes_ = 0;
     if (res.binary_version < 90) return;
-    if (const char* env = std::getenv("AMK_RING"); env != nullptr && std::strcmp(env, "0") == 0) return;
+    if (env_is("AMK_RING", "0")) return;
     const amk_program_t& prog = image_.view();
     int64_t longest_row = 0;
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
@@ -439,8 +444,7 @@ class CudaExecutor final : public Executor {
     const size_t n = static_cast<size_t>(view.sm_queue_offsets[view.n_sms]);
     const size_t blob_bytes = static_cast<size_t>(instructions::kTaskBlobBytes);
     // AMK_ROPE_PROLOGUE_GENERIC=1: ROPE_ATTENTION rotates through Tensor::load (the A/B of PERFORMANCE.md row 87).
-    const char* generic_env = std::getenv("AMK_ROPE_PROLOGUE_GENERIC");
-    const bool generic_rope_prologue = generic_env != nullptr && std::strcmp(generic_env, "1") == 0;
+    const bool generic_rope_prologue = env_is("AMK_ROPE_PROLOGUE_GENERIC", "1");
     std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
     std::vector<unsigned char> blobs(n * blob_bytes, 0);
     const int64_t x_floats = static_cast<int64_t>(args_.work_floats) & ~int64_t{7};
