@@ -7,7 +7,9 @@
 # built in $AMK_DEVICE_BUILD (default build-device: tools/device-quick.sh builds it). Logs go to
 # $OUT (else build-device/logs); a table is printed last.
 #   e.g. tools/profiling/env-ab.sh - AMK_ROPE_PROLOGUE_GENERIC=1
-# env: AMK_SKIP_8B=1, AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128), AMK_AB_TOKENS (30)
+# env: AMK_SKIP_8B=1, AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128), AMK_AB_TOKENS (30),
+#   AMK_AB_ARGS (more amk-bench decode flags for every run, e.g. "--baseline none" for an emulation
+#   whose results are wrong on purpose: docs/PERFORMANCE.md row 97)
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${AMK_DEVICE_BUILD:-$ROOT/build-device}"
@@ -22,7 +24,7 @@ run() {  # round, setting index, setting, name, model config, ctx list
   [ "$env_words" = - ] && env_words=""
   # shellcheck disable=SC2086  # the setting is a word list
   env $env_words timeout 300 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/$5" --ctx "$6" \
-    --tokens "${AMK_AB_TOKENS:-30}" --json >"$log.json" 2>"$log.err"
+    --tokens "${AMK_AB_TOKENS:-30}" --json ${AMK_AB_ARGS:-} >"$log.json" 2>"$log.err"
   R[$4,$2]+="$(python3 -c "
 import json; rs = json.load(open('$log.json'))['results']
 print(' / '.join(f\"{r['amk_ms_per_token']:.3f}\" for r in rs), end='')" 2>/dev/null || echo "FAILED($(tail -1 "$log.err"))")  "
@@ -38,7 +40,7 @@ for round in $(seq 1 "${AMK_AB_ROUNDS:-2}"); do
   done
 done
 
-echo "=== env-ab on ${device:-the device} (ms per token, one column per round; 1B ctx ${AMK_AB_CTX:-128}, 8B ctx 128)"
+echo "=== env-ab on ${device:-the device} (ms per token, one column per round; 1B ctx ${AMK_AB_CTX:-128}, 8B ctx 128)${AMK_AB_ARGS:+, flags: $AMK_AB_ARGS}"
 i=0
 for setting in "$@"; do
   i=$((i + 1))
