@@ -10,27 +10,21 @@ attention stage's end moved earlier by each task's slack, capped by when its SM 
 previous task on the same worker). The difference of the stage ends is the gain per layer, an
 upper bound: it ignores the extra counter polls and fences.
 
-Needs head_dim and the GQA group, read from the task labels' row spans: q_proj[a:b] rows,
-attention[hA:B...] heads; HEAD_DIM (64) and GROUP (4) may be given in the environment.
+head_dim and the GQA group come from the task labels' spans: q_proj[a:b] and k_proj[a:b] are rows,
+attention[hA:B...] heads, so head_dim = q rows / heads and group = q rows / k rows.
 """
 import collections
-import gzip
-import json
-import os
 import re
 import statistics
 import sys
+
+import chrome_trace
 
 if len(sys.argv) not in (2, 4):
     sys.exit(__doc__)
 path = sys.argv[1]
 first, last = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) == 4 else (2, 13)
-head_dim = int(os.environ.get('HEAD_DIM', 64))
-group = int(os.environ.get('GROUP', 4))
-with (gzip.open(path) if path.endswith('.gz') else open(path)) as f:
-    trace = json.load(f)
-
-tasks = [e for e in trace['traceEvents'] if e.get('ph') == 'X' and e.get('cat') not in ('launch', 'chunk', 'wait')]
+tasks = chrome_trace.task_runs(chrome_trace.load(path))
 by_worker = collections.defaultdict(list)
 for e in tasks:
     by_worker[e['tid']].append(e)
@@ -47,7 +41,18 @@ for e in tasks:
     if m:
         layers[int(m.group(1))][m.group(2)].append((int(m.group(3)), int(m.group(4)), e))
 
-print(f'layer  qkv end  attn end  attn end (own producers)  gain (us)  median slack')
+
+def extent(kind):
+    """One past the last row (head) that any layer's `kind` tasks cover."""
+    return max((b for L in layers.values() for _, b, _ in L.get(kind, [])), default=0)
+
+
+heads, q_rows, k_rows = extent('attention'), extent('q_proj'), extent('k_proj')
+if not heads or not q_rows or not k_rows or q_rows % heads or q_rows % k_rows:
+    sys.exit(f'{path}: no attention / q_proj / k_proj task spans to read head_dim and the GQA group from')
+head_dim, group = q_rows // heads, q_rows // k_rows
+print(f'head_dim {head_dim}, {group} q heads per KV head')
+print('layer  qkv end  attn end  attn end (own producers)  gain (us)  median slack')
 gains = []
 for layer in range(first, last + 1):
     L = layers.get(layer)
@@ -65,8 +70,7 @@ for layer in range(first, last + 1):
         own = max(own_end('q_proj', h0 * head_dim, h1 * head_dim), own_end('k_proj', g0 * head_dim, g1 * head_dim),
                   own_end('v_proj', g0 * head_dim, g1 * head_dim))
         slack = qkv_end - own
-        earliest = max(e['ts'] - slack, prev_end.get(id(e), 0.0))
-        shift = e['ts'] - min(e['ts'], earliest)
+        shift = max(0.0, min(slack, e['ts'] - prev_end.get(id(e), 0.0)))  # no earlier than its SM was free
         slacks.append(slack)
         att_end = max(att_end, e['ts'] + e['dur'])
         moved_end = max(moved_end, e['ts'] + e['dur'] - shift)

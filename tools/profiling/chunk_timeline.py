@@ -16,11 +16,11 @@ all its chunks and tasks:
 
 With labels, only those kinds."""
 import collections
-import gzip
-import json
 import re
 import statistics
 import sys
+
+import chrome_trace
 
 
 def kind_of(label):
@@ -35,7 +35,7 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     path = sys.argv[1]
-    d = json.load(gzip.open(path) if path.endswith('.gz') else open(path))
+    d = chrome_trace.load(path)
     want = set(sys.argv[2:])
     slots = d.get('otherData', {}).get('ring_slots', 0)
     runs = {}  # (step, task) -> run slice

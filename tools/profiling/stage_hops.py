@@ -15,22 +15,19 @@ so "met" becomes the release and a task's run includes the fence (docs/PERFORMAN
 docs/PERFORMANCE.md row 89 is the measurement this was written for.
 """
 import collections
-import gzip
-import json
 import statistics
 import sys
+
+import chrome_trace
 
 if len(sys.argv) not in (2, 4):
     sys.exit(__doc__)
 path = sys.argv[1]
 first, last = (int(sys.argv[2]), int(sys.argv[3])) if len(sys.argv) == 4 else (2, 13)
-with (gzip.open(path) if path.endswith('.gz') else open(path)) as f:
-    trace = json.load(f)
-
 runs = collections.defaultdict(list)  # "L12.o_proj" -> its task slices
 waits = {}                            # task index -> its wait slice
-for e in trace['traceEvents']:
-    if e.get('ph') != 'X' or e.get('cat') in ('launch', 'chunk'):
+for e in chrome_trace.slices(chrome_trace.load(path)):
+    if e['cat'] in ('launch', 'chunk'):
         continue
     if e['cat'] == 'wait':
         waits[e['args']['task']] = e

@@ -4,17 +4,16 @@ kind of a traced launch (amk-bench decode --profile --trace) over all layers, e.
 down_proj: how long one SM's task takes, apart from the gaps between stages. With labels, only
 those kinds."""
 import collections
-import gzip
-import json
 import re
 import sys
 
-d = json.load(gzip.open(sys.argv[1]) if sys.argv[1].endswith('.gz') else open(sys.argv[1]))
+import chrome_trace
+
+if len(sys.argv) < 2:
+    sys.exit(__doc__)
 want = set(sys.argv[2:])
 runs = collections.defaultdict(list)
-for e in d['traceEvents']:
-    if e.get('ph') != 'X' or e['cat'] in ('wait', 'launch', 'chunk'):
-        continue
+for e in chrome_trace.task_runs(chrome_trace.load(sys.argv[1])):
     kind = re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', e['args']['label']))
     if not want or kind in want:
         runs[kind].append(e['dur'])

@@ -4,13 +4,14 @@
 the gap after the previous stage, and the median / longest task run. Stages are the task labels
 without their [..] tile suffix, in order of first start; FIRST..LAST picks a range of them."""
 import collections
-import gzip
-import json
 import re
 import sys
 
-d=json.load(gzip.open(sys.argv[1]) if sys.argv[1].endswith('.gz') else open(sys.argv[1]))
-ev=[e for e in d['traceEvents'] if e.get('ph')=='X' and e['cat'] not in ('wait','launch','chunk')]
+import chrome_trace
+
+if len(sys.argv) != 4:
+    sys.exit(__doc__)
+ev=chrome_trace.task_runs(chrome_trace.load(sys.argv[1]))
 st=collections.OrderedDict()
 for e in sorted(ev,key=lambda e:e['ts']):
     lab=re.sub(r'\[.*','',e['args']['label'])
