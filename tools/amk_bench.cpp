@@ -4,6 +4,8 @@
 // GEMV weight-streaming rate on the same threads as a fraction of it, and tokens/s of a program.
 //   amk-bench decode --model CONFIG.json [--ctx 128,2048] ...   (GPU: tools/bench/decode_bench.h)
 //   amk-bench launch                                             (GPU: tools/bench/launch_bench.h)
+//   amk-bench tune --model CONFIG.json [--space S.json] [--out SCHEDULE.json] ...
+//                                                                (GPU: tools/bench/tune_bench.h)
 // --json follows docs/JSON.md (tools/common/json_out.h). Exit codes: 0 ok; 1 bad input or a
 // measurement failed; 2 usage; 3 no GPU / GPU runtime error; 4 decode tokens disagree.
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "schedule/sm_assign.h"
 #include "tools/bench/decode_bench.h"
 #include "tools/bench/launch_bench.h"
+#include "tools/bench/tune_bench.h"
 #include "tools/common/json_out.h"
 #include "vm/cpu_vm.h"
 #include "vm/session.h"
@@ -133,6 +136,26 @@ amk::Result<double> tokens_per_s(const std::string& program, const std::string& 
   const auto& lat = (*s)->step_latencies_us();
   std::vector<double> gen(lat.begin() + 3, lat.end());  // decode steps only
   return 1e6 / median(gen);
+}
+
+/// "128,2048" -> {128, 2048}; false (and a message on stderr) when an item is not a length.
+bool parse_ctx_list(const std::string& text, std::vector<int64_t>* out) {
+  out->clear();
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    char* end = nullptr;
+    const long long c = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || c < 1 || c > (1 << 20)) {
+      std::cerr << "amk-bench: --ctx: '" << item << "' is not a context length in [1, 1048576]\n";
+      return false;
+    }
+    out->push_back(c);
+  }
+  if (out->empty()) {
+    std::cerr << "amk-bench: --ctx: no context length given\n";
+    return false;
+  }
+  return true;
 }
 
 /// Report a failed measurement: a JSON document on stdout, or a line on stderr.
@@ -271,6 +294,31 @@ int main(int argc, char** argv) {
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");
   decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
   decode->add_flag("--json", json, "machine-readable output");
+  auto* tune = app.add_subcommand("tune", "search the built-in schedule's knobs on the GPU; write the fastest checked one");
+  amk::bench::TuneBenchOptions topt;
+  std::string tune_ctx_text = "128";
+  double min_gain_pct = 100.0 * topt.search.min_gain;
+  tune->add_option("--model", topt.model, "Hugging Face config.json (seeded random bf16 weights)")->required();
+  tune->add_option("--ctx", tune_ctx_text, "comma-separated context lengths; the objective is the sum of their ms/token")
+      ->capture_default_str();
+  tune->add_option("--space", topt.space, "tune space JSON: axis -> values to try (default: the built-in space, docs/PERFORMANCE.md)");
+  tune->add_option("--out", topt.out, "write the best schedule here (ScheduleConfig JSON for --schedule)");
+  tune->add_option("--target", topt.target, "target name or JSON; auto = from the device name")->capture_default_str();
+  tune->add_option("--tokens", topt.tokens, "timed launches per ctx and candidate (median)")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  tune->add_option("--warmup", topt.warmup, "untimed launches first")->check(CLI::Range(0, 10000))->capture_default_str();
+  tune->add_option("--check-steps", topt.check_steps, "greedy steps compared with the baseline, per candidate")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  tune->add_option("--passes", topt.search.max_passes, "passes over every axis (stops early when one adopts nothing)")
+      ->check(CLI::Range(1, 100))->capture_default_str();
+  tune->add_option("--max-candidates", topt.search.max_candidates, "distinct schedules measured at most, the start included")
+      ->check(CLI::Range(1, 100000))->capture_default_str();
+  tune->add_option("--min-gain", min_gain_pct, "percent a candidate must beat the incumbent by to replace it")
+      ->check(CLI::Range(0.0, 99.0))->capture_default_str();
+  tune->add_option("--rounds", topt.rounds, "alternated re-timings of the preset and the best at the end")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  tune->add_option("--seed", topt.seed, "random weights seed")->capture_default_str();
+  tune->add_flag("--json", json, "machine-readable output");
   auto* launch = app.add_subcommand("launch", "GPU VM fixed costs: empty launch, per task, per cross-SM hop");
   amk::bench::LaunchBenchOptions lopt;
   launch->add_option("--launches", lopt.launches, "timed launches per program (median)")
@@ -278,7 +326,8 @@ int main(int argc, char** argv) {
   launch->add_option("--chain", lopt.chain, "NOPs per SM for the per-task figure")->check(CLI::Range(2, 100000))->capture_default_str();
   launch->add_flag("--json", json, "machine-readable output");
   app.footer("Exit codes: 0 ok; 1 bad input or a measurement failed; 2 usage; 3 decode: no GPU or a GPU runtime\n"
-             "error; 4 decode: amk's next tokens disagree with the baseline's (no latency is printed).\n"
+             "error; 4 decode: amk's next tokens disagree with the baseline's (no latency is printed); tune: the\n"
+             "preset's own schedule does. tune writes --out only on success, through a renamed temporary file.\n"
              "--json (docs/JSON.md): {tool, version, ok, exit_code, error, bench, backend, program, size_mb,\n"
              "hardware_threads, rows [{threads, copy_gbs, gemv_weight_gbs, gemv_ms, gemv_fraction_of_copy,\n"
              "tokens_per_s (with --program)}]}.");
@@ -308,18 +357,14 @@ int main(int argc, char** argv) {
     lopt.json = json;
     return amk::bench::run_launch_bench(lopt);
   }
+  if (*tune) {
+    if (!parse_ctx_list(tune_ctx_text, &topt.ctx)) return kExitUsage;
+    topt.search.min_gain = min_gain_pct / 100.0;
+    topt.json = json;
+    return amk::bench::run_tune_bench(topt);
+  }
   if (*decode) {
-    dopt.ctx.clear();
-    std::stringstream ss(ctx_text);
-    for (std::string item; std::getline(ss, item, ',');) {
-      char* end = nullptr;
-      const long long c = std::strtoll(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || c < 1 || c > (1 << 20)) {
-        std::cerr << "amk-bench: --ctx: '" << item << "' is not a context length in [1, 1048576]\n";
-        return kExitUsage;
-      }
-      dopt.ctx.push_back(c);
-    }
+    if (!parse_ctx_list(ctx_text, &dopt.ctx)) return kExitUsage;
     for (const std::string& group : dopt.tiling.drop_fusion) {
       if (!amk::schedule::is_builtin_fusion_group(group)) {  // a typo would silently time the default
         std::cerr << "amk-bench: --drop-fusion: '" << group

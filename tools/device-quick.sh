@@ -9,7 +9,9 @@
 #   AMK_DEVICE_JOBS (16), AMK_CTX (the 1B runs' --ctx list, default 128; "128,8192" lowers for
 #   max_seq 8192 and prints both contexts and their ratio), AMK_TRACE_CTX (the traced 1B run's ctx, 128),
 #   AMK_AB_ENV="VAR=value ..." and / or AMK_AB_ARGS="--flag value ..." (the benchmarks once more
-#   under those settings or amk-bench decode flags, same call: an A/B)
+#   under those settings or amk-bench decode flags, same call: an A/B), AMK_TUNE=1 (then `amk-bench
+#   tune`: the 1B over the built-in space at AMK_CTX, the 8B over tools/profiling/tune-space-8b.json;
+#   the best schedules land in $OUT as tuned-1b.json / tuned-8b.json), AMK_SKIP_TRACE=1
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${AMK_DEVICE_BUILD:-$ROOT/build-device}"
@@ -55,6 +57,21 @@ if [ -n "${AMK_AB_ENV:-}${AMK_AB_ARGS:-}" ]; then
   bench 1b-again llama-3.2-1b.json "$CTX1B"  # drift: the default once more after the A/B
 fi
 
+tune() {  # name, model config, ctx list[, tune flags]
+  # shellcheck disable=SC2086  # the flags are a word list
+  timeout 420 "$BUILD/tools/amk-bench" tune --model "$ROOT/tests/fixtures/configs/$2" --ctx "$3" --json \
+    --out "$LOGS/tuned-$1.json" ${4:-} >"$LOGS/tune-$1.json" 2>"$LOGS/tune-$1.err"
+  R[tune-$1]="$(python3 -c "
+import json; j = json.load(open('$LOGS/tune-$1.json')); c = j['comparison']
+print(f\"{len(j['candidates'])} candidates, best: {j['best']['label']}; preset {c['start_ms_per_token']} vs best {c['best_ms_per_token']} ms: {c['speedup']:.3f}x\")
+" 2>/dev/null || echo "FAILED: $(tail -1 "$LOGS/tune-$1.err")")"
+}
+if [ "${AMK_TUNE:-0}" = 1 ]; then
+  tune 1b llama-3.2-1b.json "$CTX1B"
+  [ "${AMK_SKIP_8B:-0}" != 1 ] && tune 8b llama-3-8b.json 128 "--space $ROOT/tools/profiling/tune-space-8b.json"
+fi
+
+[ "${AMK_SKIP_TRACE:-0}" != 1 ] && {
 # One ctx (AMK_TRACE_CTX, default 128): a trace of several launches would mix their stages.
 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/llama-3.2-1b.json" --ctx "${AMK_TRACE_CTX:-128}" --tokens 20 --profile \
   --trace "$LOGS/trace-1b.json" >"$LOGS/profile-1b.txt" 2>&1
@@ -64,8 +81,9 @@ gzip -f "$LOGS/trace-1b.json"  # ~10 MB: tar it with the logs, or delete it
 
 head -40 "$LOGS/stages-1b.txt"
 cat "$LOGS/chunks-1b.txt"
+}
 [ -f "$LOGS/stream-probe.txt" ] && cat "$LOGS/stream-probe.txt"
 echo "================ device-quick ================"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 [ -n "${AMK_AB_ENV:-}${AMK_AB_ARGS:-}" ] && echo "ab: ${AMK_AB_ENV:-} ${AMK_AB_ARGS:-}"
-for k in build tests probe 1b 8b 1b-ab 8b-ab 1b-again; do [ -n "${R[$k]+x}" ] && printf '%-8s %s\n' "$k" "${R[$k]}"; done
+for k in build tests probe 1b 8b 1b-ab 8b-ab 1b-again tune-1b tune-8b; do [ -n "${R[$k]+x}" ] && printf '%-8s %s\n' "$k" "${R[$k]}"; done

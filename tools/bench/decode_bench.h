@@ -29,6 +29,13 @@ struct DecodeBenchOptions {
   schedule::DecodePreset tiling;       ///< the built-in schedule (the gpu-decode preset)
 };
 
+/// KV cache rows amk-bench gives a run (decode, tune): the longest context, or the correctness
+/// check's steps, rounded up to 256.
+inline int64_t bench_max_seq(int64_t max_ctx, int check_steps) {
+  const int64_t rows = max_ctx > check_steps ? max_ctx : int64_t{check_steps};
+  return (rows + 255) / 256 * 256;
+}
+
 /// Exit codes (README, amk-bench --help): 0 ok; 1 bad input (config, schedule, target); 3 no GPU
 /// or a GPU runtime failure; 4 amk's tokens disagree with the baseline (no latency is printed).
 int run_decode_bench(const DecodeBenchOptions& options);

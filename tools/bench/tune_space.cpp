@@ -1,0 +1,180 @@
+// tools/bench/tune_space.cpp: see tune_space.h.
+#include "tools/bench/tune_space.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "schedule/fusion.h"
+#include "schedule/sm_assign.h"
+
+namespace amk::bench {
+namespace {
+
+using schedule::DecodePreset;
+
+/// An integer knob of DecodePreset with the range amk-bench decode's flag of the same name takes.
+struct IntKnob {
+  const char* name;
+  int64_t lo, hi;
+  int64_t DecodePreset::*field;
+};
+
+constexpr IntKnob kIntKnobs[] = {
+    {"tiles_per_stage", 0, 1024, &DecodePreset::tiles_per_stage},
+    {"lm_head_tiles_per_sm", 0, 1024, &DecodePreset::lm_head_tiles_per_sm},
+    {"argmax_tiles_per_sm", 0, 64, &DecodePreset::argmax_tiles_per_sm},
+    {"kv_partitions", 0, 8, &DecodePreset::kv_partitions},
+    {"heads_per_task", 1, 1024, &DecodePreset::heads_per_task},
+    {"tile_kib", 0, 65536, &DecodePreset::tile_kib},
+    {"tiles_per_sm", 1, 1024, &DecodePreset::tiles_per_sm},
+};
+
+const IntKnob* find_int_knob(const std::string& name) {
+  for (const IntKnob& k : kIntKnobs)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+Status invalid(const std::string& msg) { return Status(StatusCode::InvalidArgument, msg); }
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+/// Why `value` is not a valid value of axis `name`, or "" when it is.
+std::string value_problem(const std::string& name, const nlohmann::json& value) {
+  if (const IntKnob* k = find_int_knob(name)) {
+    if (!value.is_number_integer()) return value.dump() + " is not an integer";
+    const auto v = value.get<int64_t>();
+    if (v < k->lo || v > k->hi)
+      return std::to_string(v) + " is not in [" + std::to_string(k->lo) + ", " + std::to_string(k->hi) + "]";
+    return "";
+  }
+  if (name == "sm_assignment") {
+    if (!value.is_string()) return value.dump() + " is not a string";
+    if (!schedule::is_sm_policy(value.get<std::string>())) return schedule::unknown_sm_policy(value.get<std::string>()).message();
+    return "";
+  }
+  // drop_fusion: an array of fusion groups, each "op,op" in any order.
+  if (!value.is_array()) return value.dump() + " is not an array of fusion groups";
+  for (const nlohmann::json& g : value) {
+    if (!g.is_string()) return value.dump() + ": " + g.dump() + " is not a string";
+    if (!schedule::is_builtin_fusion_group(g.get<std::string>()))
+      return "'" + g.get<std::string>() + "' is not a fusion group of the built-in schedule (docs/SCHEDULE.md lists them)";
+  }
+  return "";
+}
+
+}  // namespace
+
+const std::vector<std::string>& tune_axis_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const IntKnob& k : kIntKnobs) n.emplace_back(k.name);
+    n.emplace_back("sm_assignment");
+    n.emplace_back("drop_fusion");
+    return n;
+  }();
+  return names;
+}
+
+Result<DecodePreset> tune_apply(DecodePreset preset, const std::string& name, const nlohmann::json& value) {
+  const std::string problem = value_problem(name, value);
+  if (std::find(tune_axis_names().begin(), tune_axis_names().end(), name) == tune_axis_names().end() || !problem.empty())
+    return Status(StatusCode::Internal, "tune_apply: " + name + " = " + value.dump() + ": " + problem);
+  if (const IntKnob* k = find_int_knob(name)) preset.*(k->field) = value.get<int64_t>();
+  else if (name == "sm_assignment") preset.sm_assignment = value.get<std::string>();
+  else preset.drop_fusion = value.get<std::vector<std::string>>();
+  return preset;
+}
+
+Result<TuneSpace> tune_space_from_json(const nlohmann::ordered_json& j, const std::string& origin) {
+  if (!j.is_object() || j.empty())
+    return invalid(origin + ": a tune space is a non-empty JSON object of axis name -> array of values (axes: " +
+                   join(tune_axis_names(), ", ") + ")");
+  TuneSpace space;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& name = it.key();
+    if (std::find(tune_axis_names().begin(), tune_axis_names().end(), name) == tune_axis_names().end())
+      return invalid(origin + ": '" + name + "' is not a tune axis (axes: " + join(tune_axis_names(), ", ") + ")");
+    if (!it.value().is_array() || it.value().empty())
+      return invalid(origin + ": " + name + ": must be a non-empty array of values to try");
+    TuneAxis axis{name, {}};
+    std::set<std::string> seen;
+    for (size_t i = 0; i < it.value().size(); ++i) {
+      const nlohmann::json value = it.value()[i];
+      const std::string where = origin + ": " + name + "[" + std::to_string(i) + "]: ";
+      if (const std::string problem = value_problem(name, value); !problem.empty()) return invalid(where + problem);
+      if (!seen.insert(value.dump()).second) return invalid(where + value.dump() + " is listed twice");
+      axis.values.push_back(value);
+    }
+    space.axes.push_back(std::move(axis));
+  }
+  return space;
+}
+
+Result<TuneSpace> tune_space_load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::IoError, path + ": cannot open the tune space file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status(StatusCode::IoError, path + ": read failed");
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    return Status(StatusCode::ParseError, path + ": not valid JSON: " + e.what());
+  }
+  return tune_space_from_json(j, path);
+}
+
+TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq) {
+  TuneSpace space;
+  // The default first in every axis, so a pass that finds nothing better measures it once.
+  space.axes.push_back({"tiles_per_stage", {1, 2, 3}});
+  space.axes.push_back({"lm_head_tiles_per_sm", {1, 2}});
+  space.axes.push_back({"argmax_tiles_per_sm", {1, 2, 0}});
+  // Split-KV: 0 is the preset's choice for max_seq; explicit counts keep a partition >= 256 rows.
+  TuneAxis kv{"kv_partitions", {0}};
+  for (int64_t p = 1; p <= 8; p *= 2)
+    if (p == 1 || max_seq / p >= 256) kv.values.emplace_back(p);
+  space.axes.push_back(kv);
+  // Query heads per attention task: 1, 2, ..., up to the GQA group (one K / V pass per group).
+  const int64_t group = model.num_key_value_heads > 0 ? model.num_attention_heads / model.num_key_value_heads : 1;
+  TuneAxis heads{"heads_per_task", {1}};
+  for (int64_t h = 2; h <= std::max<int64_t>(group, 1); h *= 2) heads.values.emplace_back(h);
+  space.axes.push_back(heads);
+  TuneAxis policy{"sm_assignment", {"stage_balance"}};
+  for (const char* p : schedule::kSmPolicies)
+    if (std::string(p) != "stage_balance") policy.values.emplace_back(p);
+  space.axes.push_back(policy);
+  TuneAxis fusion{"drop_fusion", {nlohmann::json::array()}};
+  for (const std::vector<std::string>& g : schedule::fusion_all_groups())
+    fusion.values.push_back(nlohmann::json::array({join(g, ",")}));
+  space.axes.push_back(fusion);
+  return space;
+}
+
+nlohmann::ordered_json tune_preset_json(const DecodePreset& preset) {
+  nlohmann::ordered_json j;
+  for (const IntKnob& k : kIntKnobs) j[k.name] = preset.*(k.field);
+  j["sm_assignment"] = preset.sm_assignment;
+  j["drop_fusion"] = preset.drop_fusion;
+  return j;
+}
+
+std::string tune_label(const DecodePreset& preset) {
+  const DecodePreset base;
+  std::vector<std::string> parts;
+  for (const IntKnob& k : kIntKnobs)
+    if (preset.*(k.field) != base.*(k.field)) parts.push_back(std::string(k.name) + "=" + std::to_string(preset.*(k.field)));
+  if (preset.sm_assignment != base.sm_assignment) parts.push_back("sm_assignment=" + preset.sm_assignment);
+  if (!preset.drop_fusion.empty()) parts.push_back("drop_fusion=" + join(preset.drop_fusion, "+"));
+  return parts.empty() ? "default" : join(parts, " ");
+}
+
+}  // namespace amk::bench
