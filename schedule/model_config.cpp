@@ -4,10 +4,10 @@
 #include "schedule/model_config.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "ir/text_file.h"
 
 namespace amk::schedule {
 namespace {
@@ -240,12 +240,9 @@ Result<ModelConfig> model_config_from_json_text(std::string_view text, const std
 }
 
 Result<ModelConfig> model_config_load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::IoError, path + ": cannot open the model config");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status(StatusCode::IoError, path + ": read failed");
-  auto m = model_config_from_json_text(text.str(), path);
+  Result<std::string> text = ir::read_text_file(path, "model config");
+  if (!text) return text.status();
+  auto m = model_config_from_json_text(*text, path);
   if (!m || !m->name.empty()) return m;
   // Name from the path: "models/tiny_llama/config.json" -> "tiny_llama", "llama-3-8b.json" -> "llama-3-8b".
   std::string p = path;

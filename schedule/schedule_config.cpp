@@ -1,10 +1,8 @@
 // schedule/schedule_config.cpp: schedule-file parsing and target-bound knob checks.
 #include "schedule/schedule_config.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "ir/json.h"
+#include "ir/text_file.h"
 #include "schedule/sm_assign.h"
 #include "targets/registry.h"
 
@@ -49,12 +47,9 @@ Result<ir::ScheduleConfig> schedule_config_from_json_text(std::string_view text,
 }
 
 Result<ir::ScheduleConfig> schedule_config_load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::IoError, path + ": cannot open the schedule file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status(StatusCode::IoError, path + ": read failed");
-  return schedule_config_from_json_text(text.str(), path);
+  Result<std::string> text = ir::read_text_file(path, "schedule file");
+  if (!text) return text.status();
+  return schedule_config_from_json_text(*text, path);
 }
 
 int target_warp_size(const ir::GpuTarget& target) { return targets::target_is_amd(target) ? 64 : 32; }

@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "ir/json.h"
+#include "ir/text_file.h"
 #include "targets/embedded.h"
 
 namespace amk::targets {
@@ -63,12 +62,9 @@ Result<ir::GpuTarget> target_find(std::string_view name) {
 }
 
 Result<ir::GpuTarget> target_load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::IoError, path + ": cannot open the target file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status(StatusCode::IoError, path + ": read failed");
-  auto j = parse_json(text.str(), path);
+  Result<std::string> text = ir::read_text_file(path, "target file");
+  if (!text) return text.status();
+  auto j = parse_json(*text, path);
   if (!j) return j.status();
   if (!j->is_object()) return Status(StatusCode::ParseError, path + ": expected a JSON object (one GpuTarget)");
   return ir::gpu_target_from_json(*j, path);

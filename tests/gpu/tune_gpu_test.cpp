@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "gpu_harness.h"
+#include "ir/text_file.h"
 #include "schedule/decode_preset.h"
 #include "schedule/lower.h"
 #include "schedule/model_config.h"
@@ -28,20 +28,31 @@ namespace {
 const std::string kConfig = std::string(AMK_SOURCE_DIR) + "/tests/fixtures/tiny_llama/config.json";
 
 std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Result<std::string> text = ir::read_text_file(path, "file");
+  return text ? *text : std::string();
 }
+
+/// The tiny Llama's config and the target the device's name resolves to.
+struct TinyOnDevice {
+  schedule::ModelConfig model;
+  ir::GpuTarget target;
+  TinyOnDevice() {
+    gputest::require_gpu();
+    auto m = schedule::model_config_load(kConfig);
+    REQUIRE(m.is_ok());
+    model = *m;
+    auto t = bench::resolve_bench_target("auto", vm::cuda_device_name());
+    REQUIRE(t.is_ok());
+    target = *t;
+  }
+};
 
 }  // namespace
 
 TEST_CASE("decode rig: the preset's schedule passes the check against the cuBLAS baseline and times", "[gpu]") {
-  gputest::require_gpu();
-  auto model = schedule::model_config_load(kConfig);
-  REQUIRE(model.is_ok());
-  auto target = bench::resolve_bench_target("auto", vm::cuda_device_name());
-  REQUIRE(target.is_ok());
+  const TinyOnDevice tiny;
+  const schedule::ModelConfig* model = &tiny.model;
+  const ir::GpuTarget* target = &tiny.target;
   const int64_t max_seq = bench::bench_max_seq(64, 12);
   CHECK(max_seq == 256);
   auto cfg = schedule::schedule_config_from_json_text(
@@ -71,11 +82,9 @@ TEST_CASE("decode rig: the preset's schedule passes the check against the cuBLAS
 }
 
 TEST_CASE("amk-bench tune: a small space on the device, every candidate checked, one of them written", "[gpu]") {
-  gputest::require_gpu();
-  auto model = schedule::model_config_load(kConfig);
-  REQUIRE(model.is_ok());
-  auto target = bench::resolve_bench_target("auto", vm::cuda_device_name());
-  REQUIRE(target.is_ok());
+  const TinyOnDevice tiny;
+  const schedule::ModelConfig* model = &tiny.model;
+  const ir::GpuTarget* target = &tiny.target;
   const std::string space_path = "tune_gpu_test_space.json";
   {
     std::ofstream(space_path) << R"({"tiles_per_stage": [1, 2], "argmax_tiles_per_sm": [1, 0]})";

@@ -12,6 +12,16 @@ tools::Json bench_document(const char* bench) {
   return doc;
 }
 
+tools::Json bench_model_document(const char* bench, const std::string& device, const std::string& model,
+                                 const std::string& target) {
+  tools::Json doc = bench_document(bench);
+  tools::json_succeed(doc);
+  doc["device"] = device;
+  doc["model"] = model;
+  doc["target"] = target;
+  return doc;
+}
+
 const char* bench_error_code(int exit_code) {
   switch (exit_code) {
     case 1: return "InvalidArgument";

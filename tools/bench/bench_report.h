@@ -10,6 +10,11 @@ namespace amk::bench {
 /// {"tool": "amk-bench", "version", "ok", "exit_code", "error", "bench": bench, "backend": "cuda"}.
 tools::Json bench_document(const char* bench);
 
+/// A successful run's document: bench_document(bench) marked succeeded, then "device", "model" (the
+/// config's path) and "target", the fields every GPU subcommand that decodes a model opens with.
+tools::Json bench_model_document(const char* bench, const std::string& device, const std::string& model,
+                                 const std::string& target);
+
 /// A failed run: "amk-bench <bench>: <message>" on stderr and, with `json`, the failure document
 /// on stdout (error {code, message}). Returns `exit_code`.
 int bench_fail(const char* bench, bool json, int exit_code, const std::string& code, const std::string& message);

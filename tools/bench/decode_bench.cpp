@@ -129,11 +129,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   const double wbytes = static_cast<double>(amk.weight_bytes);
   const auto pct = [&](double ms) { return 100.0 * wbytes / (ms * 1e-3) / (bw->gbs * 1e9); };
   if (o.json) {
-    tools::Json j = bench_document("decode");
-    tools::json_succeed(j);
-    j["device"] = device;
-    j["model"] = o.model;
-    j["target"] = target->name;
+    tools::Json j = bench_model_document("decode", device, o.model, target->name);
     // What was measured: the built-in schedule's knobs in full, or the schedule file's path.
     j["schedule"] = preset_json.empty() ? nlohmann::ordered_json(o.schedule) : nlohmann::ordered_json::parse(preset_json);
     j["weight_bytes"] = amk.weight_bytes;

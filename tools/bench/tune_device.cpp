@@ -192,11 +192,7 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
   }
 
   if (o.json) {
-    tools::Json j = bench_document("tune");
-    tools::json_succeed(j);
-    j["device"] = device;
-    j["model"] = o.model;
-    j["target"] = target->name;
+    tools::Json j = bench_model_document("tune", device, o.model, target->name);
     j["max_seq"] = max_seq;
     j["ctx"] = o.ctx;
     j["copy_bandwidth_gbs"] = bw->gbs;

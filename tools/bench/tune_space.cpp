@@ -2,10 +2,9 @@
 #include "tools/bench/tune_space.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "ir/text_file.h"
 #include "schedule/fusion.h"
 #include "schedule/sm_assign.h"
 
@@ -118,14 +117,11 @@ Result<TuneSpace> tune_space_from_json(const nlohmann::ordered_json& j, const st
 }
 
 Result<TuneSpace> tune_space_load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::IoError, path + ": cannot open the tune space file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status(StatusCode::IoError, path + ": read failed");
+  Result<std::string> text = ir::read_text_file(path, "tune space file");
+  if (!text) return text.status();
   nlohmann::ordered_json j;
   try {
-    j = nlohmann::ordered_json::parse(text.str());
+    j = nlohmann::ordered_json::parse(*text);
   } catch (const nlohmann::json::exception& e) {
     return Status(StatusCode::ParseError, path + ": not valid JSON: " + e.what());
   }
