@@ -76,6 +76,9 @@ TEST_CASE("amk-bench tune: bad input is exit 1 on any machine, named, and writes
   auto bad_out = run_tool(AMK_BENCH_BIN, "tune --model " + kModel + " --out " + shell_quote(nowhere));
   CHECK(bad_out.exit_code == 1);
   CHECK_THAT(bad_out.err, Contains("--out " + nowhere + ": cannot create"));
+  auto dir_out = run_tool(AMK_BENCH_BIN, "tune --model " + kModel + " --out " + shell_quote(AMK_BINARY_DIR));
+  CHECK(dir_out.exit_code == 1);
+  CHECK_THAT(dir_out.err, Contains(": is a directory"));
 
   CHECK_FALSE(exists(out));
   CHECK_FALSE(exists(out + ".tmp"));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "tools/bench/bench_report.h"
@@ -46,6 +47,8 @@ int run_tune_bench(const TuneBenchOptions& o) {
                                             : tune_space_load(o.space);
   if (!space) return fail(space.status().message());
   if (!o.out.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(o.out, ec)) return fail("--out " + o.out + ": is a directory");
     // Refuse an unwritable --out now, not after minutes of measuring. The probe is the temporary
     // file the result goes through, so nothing at `out` itself is touched yet.
     const std::string probe = o.out + ".tmp";

@@ -87,18 +87,28 @@ std::string ms_list(const std::vector<double>& ms) {
   return out;
 }
 
+bool is_mismatch(const TuneMeasurement& m) { return m.reason.rfind("correctness check failed", 0) == 0; }
+
+/// Why a rig for the re-timing could not be had. `*mismatch`: the candidate passed the check during
+/// the search and fails it now, i.e. decodes differently from run to run (exit 4, not the device's 3).
+Status retime_refusal(const char* which, const TuneMeasurement& why, bool* mismatch) {
+  *mismatch = is_mismatch(why);
+  return Status(StatusCode::GpuRuntime, std::string("re-timing the ") + which + ": " + why.reason +
+                                            (*mismatch ? " (it passed the same check during the search)" : ""));
+}
+
 /// The start and the best re-timed in alternation, `rounds` times each, on rigs held side by side;
 /// medians per ctx into start_ms / best_ms.
 Status retime_side_by_side(const TuneBenchOptions& o, const schedule::ModelConfig& model, const ir::GpuTarget& target,
                            const std::string& start_key, const std::string& best_key, int64_t max_seq,
-                           std::vector<double>* start_ms, std::vector<double>* best_ms) {
+                           std::vector<double>* start_ms, std::vector<double>* best_ms, bool* mismatch) {
   TuneMeasurement why_start, why_best;
   Status failure;
   int32_t token_start = 1, token_best = 1;
   std::unique_ptr<DecodeRig> start = checked_rig(o, model, target, start_key, max_seq, &why_start, &failure, &token_start);
-  if (!start) return Status(StatusCode::GpuRuntime, "re-timing the start: " + why_start.reason);
+  if (!start) return retime_refusal("start", why_start, mismatch);
   std::unique_ptr<DecodeRig> best = checked_rig(o, model, target, best_key, max_seq, &why_best, &failure, &token_best);
-  if (!best) return Status(StatusCode::GpuRuntime, "re-timing the best: " + why_best.reason);
+  if (!best) return retime_refusal("best", why_best, mismatch);
   std::vector<std::vector<double>> s_runs(o.ctx.size()), b_runs(o.ctx.size());
   for (int r = 0; r < o.rounds; ++r) {
     for (size_t i = 0; i < o.ctx.size(); ++i) {
@@ -170,9 +180,10 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
   const TuneSearchResult r = tune_search(space, schedule::DecodePreset{}, key_of, measure, o.search);
   if (!device_failure) return fail(kExitGpu, device_failure.message());
   if (r.best < 0) {
-    const std::string why = r.candidates.empty() ? "nothing was measured" : r.candidates[0].m.reason;
-    const bool mismatch = why.rfind("correctness check failed", 0) == 0;
-    return fail(mismatch ? kExitMismatch : kExitBadInput, "the start schedule (the gpu-decode preset) was rejected: " + why);
+    // tune_search measures the start before anything else, so there is one candidate.
+    const TuneMeasurement& m = r.candidates.at(0).m;
+    return fail(is_mismatch(m) ? kExitMismatch : kExitBadInput,
+                "the start schedule (the gpu-decode preset) was rejected: " + m.reason);
   }
   const TuneCandidate& start = r.candidates[0];
   const TuneCandidate& best = r.candidates[static_cast<size_t>(r.best)];
@@ -181,8 +192,9 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
   if (r.best != 0) {
     start_ms.clear();
     best_ms.clear();
-    Status s = retime_side_by_side(o, model, *target, start.key, best.key, max_seq, &start_ms, &best_ms);
-    if (!s) return fail(kExitGpu, s.message());
+    bool mismatch = false;
+    Status s = retime_side_by_side(o, model, *target, start.key, best.key, max_seq, &start_ms, &best_ms, &mismatch);
+    if (!s) return fail(mismatch ? kExitMismatch : kExitGpu, s.message());
   }
   const double speedup = sum(start_ms) / sum(best_ms);
   std::string schedule_text = nlohmann::ordered_json::parse(best.key).dump(2) + "\n";
