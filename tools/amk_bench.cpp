@@ -327,7 +327,8 @@ int main(int argc, char** argv) {
   launch->add_flag("--json", json, "machine-readable output");
   app.footer("Exit codes: 0 ok; 1 bad input or a measurement failed; 2 usage; 3 decode: no GPU or a GPU runtime\n"
              "error; 4 decode: amk's next tokens disagree with the baseline's (no latency is printed); tune: the\n"
-             "preset's own schedule does. tune writes --out only on success, through a renamed temporary file.\n"
+             "preset's own schedule does, or a candidate that passed in the search fails when re-timed. tune\n"
+             "writes --out only on success, through a renamed temporary file.\n"
              "--json (docs/JSON.md): {tool, version, ok, exit_code, error, bench, backend, program, size_mb,\n"
              "hardware_threads, rows [{threads, copy_gbs, gemv_weight_gbs, gemv_ms, gemv_fraction_of_copy,\n"
              "tokens_per_s (with --program)}]}.");

@@ -63,7 +63,7 @@ tune() {  # name, model config, ctx list[, tune flags]
     --out "$LOGS/tuned-$1.json" ${4:-} >"$LOGS/tune-$1.json" 2>"$LOGS/tune-$1.err"
   R[tune-$1]="$(python3 -c "
 import json; j = json.load(open('$LOGS/tune-$1.json')); c = j['comparison']
-print(f\"{len(j['candidates'])} candidates, best: {j['best']['label']}; preset {c['start_ms_per_token']} vs best {c['best_ms_per_token']} ms: {c['speedup']:.3f}x\")
+print(f\"{len(j['candidates'])} candidates, best: {j['best']['label']}; preset {c['start_ms_per_token']} vs #{c['searched_best']} {c['searched_best_ms_per_token']} ms: {c['speedup']:.3f}x, confirmed {c['confirmed']}\")
 " 2>/dev/null || echo "FAILED: $(tail -1 "$LOGS/tune-$1.err")")"
 }
 if [ "${AMK_TUNE:-0}" = 1 ]; then

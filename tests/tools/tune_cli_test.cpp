@@ -5,6 +5,7 @@
 // --out by a failed run.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,15 @@ namespace {
 const std::string kModel = shell_quote(AMK_SOURCE_DIR "/tests/fixtures/tiny_llama/config.json");
 
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
+
+/// Files in the build tree whose name starts with `stem`'s file name followed by ".tmp".
+int temporaries_of(const std::string& stem) {
+  const std::string prefix = std::filesystem::path(stem).filename().string() + ".tmp";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(AMK_BINARY_DIR))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  return n;
+}
 
 std::string write_space(const std::string& name, const std::string& text) {
   const std::string path = std::string(AMK_BINARY_DIR) + "/" + name;
@@ -80,13 +90,20 @@ TEST_CASE("amk-bench tune: bad input is exit 1 on any machine, named, and writes
   CHECK(dir_out.exit_code == 1);
   CHECK_THAT(dir_out.err, Contains(": is a directory"));
 
+  // A named target needs no device, so a typo is refused here too, not after minutes on a GPU.
+  auto bad_target = run_tool(AMK_BENCH_BIN, "tune --target h1000 --model " + kModel + out_arg);
+  CHECK(bad_target.exit_code == 1);
+  CHECK_THAT(bad_target.err, Contains("h1000"));
+
   CHECK_FALSE(exists(out));
-  CHECK_FALSE(exists(out + ".tmp"));
+  CHECK(temporaries_of(out) == 0);
 }
 
 TEST_CASE("amk-bench tune: good input needs a GPU (exit 3 without one) and then writes the schedule", "[tools]") {
   const std::string out = std::string(AMK_BINARY_DIR) + "/tune_cli_good.json";
   std::remove(out.c_str());
+  // Whatever a user keeps at "<out>.tmp" is not ours to overwrite or remove.
+  { std::ofstream(out + ".tmp") << "mine"; }
   const std::string space = write_space("tune_cli_space.json", R"({"tiles_per_stage": [1, 2]})");
   auto r = run_tool(AMK_BENCH_BIN, "tune --json --tokens 2 --warmup 0 --check-steps 2 --rounds 1 --space " +
                                        shell_quote(space) + " --model " + kModel + " --out " + shell_quote(out));
@@ -97,11 +114,12 @@ TEST_CASE("amk-bench tune: good input needs a GPU (exit 3 without one) and then 
     const std::string code = doc.at("error").at("code");
     CHECK((code == "GpuRuntime" || code == "Unsupported"));
     CHECK_FALSE(exists(out));
-    CHECK_FALSE(exists(out + ".tmp"));
   } else {
     CHECK(doc.at("candidates").size() == 2);
     CHECK(amk::schedule::schedule_config_load(out).is_ok());
-    CHECK_FALSE(exists(out + ".tmp"));
   }
+  CHECK(read_text(out + ".tmp") == "mine");
+  CHECK(temporaries_of(out) == 1);  // the user's file alone: the probe and the writer left nothing
   std::remove(out.c_str());
+  std::remove((out + ".tmp").c_str());
 }

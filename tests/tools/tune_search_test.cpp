@@ -58,10 +58,13 @@ struct FakeDevice {
 }  // namespace
 
 TEST_CASE("tune search: the fastest checked value of each axis, adopted past min_gain", "[tools]") {
-  const bench::TuneSpace space = space_of(R"({"tiles_per_stage": [1, 2, 3], "argmax_tiles_per_sm": [1, 0, 2]})");
+  const bench::TuneSpace space = space_of(
+      R"({"tiles_per_stage": [1, 2, 3], "argmax_tiles_per_sm": [1, 0, 2], "lm_head_tiles_per_sm": [1, 2]})");
   FakeDevice dev;
+  // argmax 0 is the fastest of its axis but by 0.01 of 9 ms (0.1%, under min_gain); argmax 2 is
+  // slower than the incumbent. lm_head 2 saves 0.5 ms (5.6%).
   dev.gain = {{"tiles_per_stage=2", 1.0}, {"tiles_per_stage=3", 2.0}, {"argmax_tiles_per_sm=0", 0.01},
-              {"argmax_tiles_per_sm=2", 0.5}};
+              {"argmax_tiles_per_sm=2", -0.3}, {"lm_head_tiles_per_sm=2", 0.5}};
   // The fastest tiles_per_stage fails its correctness check: it must never be picked.
   dev.reject = {{"tiles_per_stage=3", "correctness check failed at step 2: ..."}};
   bench::TuneSearchOptions o;
@@ -71,10 +74,10 @@ TEST_CASE("tune search: the fastest checked value of each axis, adopted past min
   REQUIRE(r.best >= 0);
   const bench::TuneCandidate& best = r.candidates[static_cast<size_t>(r.best)];
   CHECK(best.preset.tiles_per_stage == 2);
-  // argmax 0 saves 0.01 of 9 ms (0.1%, under min_gain): not adopted; 2 saves 0.5 (5.6%): adopted.
-  CHECK(best.preset.argmax_tiles_per_sm == 2);
+  CHECK(best.preset.argmax_tiles_per_sm == 1);  // its faster value was under the bar
+  CHECK(best.preset.lm_head_tiles_per_sm == 2);
   CHECK(best.m.objective_ms == Approx(3 * (10.0 - 1.0 - 0.5)));
-  CHECK(best.label == "tiles_per_stage=2 argmax_tiles_per_sm=2");
+  CHECK(best.label == "tiles_per_stage=2 lm_head_tiles_per_sm=2");
   CHECK(r.candidates[0].label == "default");
   CHECK(r.candidates[0].pass == 0);
   // Pass 1 adopted two values, pass 2 re-walked both axes and adopted nothing, so it stopped.
@@ -90,6 +93,14 @@ TEST_CASE("tune search: the fastest checked value of each axis, adopted past min
       CHECK(c.m.reason == "correctness check failed at step 2: ...");
     }
   CHECK(saw_rejected);
+}
+
+TEST_CASE("tune search: a re-timing confirms a pick only past the same bar", "[tools]") {
+  CHECK(bench::tune_gain_confirmed(10.0, 9.0, 0.005));
+  CHECK_FALSE(bench::tune_gain_confirmed(10.0, 9.96, 0.005));  // 0.4%: noise
+  CHECK_FALSE(bench::tune_gain_confirmed(10.0, 10.5, 0.005));  // the pick lost the re-timing
+  CHECK(bench::tune_gain_confirmed(10.0, 9.96, 0.0));
+  CHECK_FALSE(bench::tune_gain_confirmed(10.0, 10.0, 0.0));
 }
 
 TEST_CASE("tune search: noise below min_gain keeps the start", "[tools]") {

@@ -26,19 +26,6 @@ namespace {
 
 constexpr int kExitOk = 0, kExitBadInput = 1, kExitGpu = 3, kExitMismatch = 4;
 
-/// Exit code of a failed rig: the device's failures are 3, refused input (config, schedule,
-/// target, lowering) is 1.
-int rig_exit_code(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::GpuRuntime:
-    case StatusCode::Unsupported:
-    case StatusCode::DeviceError:
-    case StatusCode::Timeout:
-    case StatusCode::Internal: return kExitGpu;
-    default: return kExitBadInput;
-  }
-}
-
 /// One line on the built-in schedule a run measured (its full knobs are in the --json document).
 std::string preset_summary(const schedule::DecodePreset& p, const schedule::ModelConfig& model, int64_t max_seq) {
   std::ostringstream out;
@@ -86,7 +73,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   if (!cfg) return fail(kExitBadInput, cfg.status().message());
   Result<std::unique_ptr<DecodeRig>> built =
       build_decode_rig(*model, *target, *cfg, max_seq, o.seed, o.baseline);
-  if (!built) return fail(rig_exit_code(built.status()), built.status().message());
+  if (!built) return fail(bench_exit_code(built.status().code()), built.status().message());
   DecodeRig& amk = **built;
   const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*amk.exec);
 
@@ -96,7 +83,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   // Correctness first: a latency without a matching correctness result is never printed.
   DecodeCheck check;
   Status s = check_decode_rig(amk, o.check_steps, &check);
-  if (!s) return fail(kExitGpu, s.message());
+  if (!s) return fail(bench_exit_code(s.code()), s.message());
   if (!check.mismatch.empty()) return fail(kExitMismatch, check.mismatch + "; no latency is reported");
   const int32_t token = check.last_token;
 

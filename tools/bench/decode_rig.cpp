@@ -16,6 +16,16 @@ double median_of(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+int bench_exit_code(StatusCode code) {
+  switch (code) {
+    case StatusCode::GpuRuntime:
+    case StatusCode::Unsupported:
+    case StatusCode::DeviceError:
+    case StatusCode::Timeout: return 3;
+    default: return 1;
+  }
+}
+
 Result<ir::GpuTarget> resolve_bench_target(const std::string& want, const std::string& device) {
   if (want != "auto") return targets::target_resolve(want);
   if (device.find("H200") != std::string::npos) return targets::target_find("h200");

@@ -64,4 +64,8 @@ struct DecodeCheck {
 
 double median_of(std::vector<double> v);
 
+/// amk-bench's exit code for a failed rig step: 3 for the device's failures (GpuRuntime,
+/// Unsupported, DeviceError, Timeout), 1 for refused input or a failed measurement (the rest).
+int bench_exit_code(StatusCode code);
+
 }  // namespace amk::bench

@@ -33,17 +33,17 @@ struct TuneBenchOptions {
 };
 
 /// Exit codes: 0 ok (the best schedule written to `out` when given); 1 bad input (config, space,
-/// output path, target) or the search could not finish; 3 no GPU or a GPU runtime error; 4 the
-/// start schedule (the preset's defaults) failed the correctness check. Nothing is written unless
-/// the run succeeds, and then atomically (a temporary file renamed over `out`).
+/// output path, a named target) or a refused start schedule; 3 no GPU, a GPU runtime error, or a
+/// device that cannot run the VM; 4 the start schedule (the preset's defaults) failed the
+/// correctness check, or a schedule that passed it in the search failed it when re-timed (it
+/// decodes differently from run to run). Nothing is written unless the run succeeds, and then
+/// atomically (atomic_file.h). The search's pick is written only if the side-by-side
+/// re-timing confirms its gain past min_gain; otherwise the preset's schedule is.
 int run_tune_bench(const TuneBenchOptions& options);
 
 /// The device half, called once the host checks passed (tune_device.cpp; tune_device_nogpu.cpp
 /// in builds without the CUDA VM, which exits 3).
 int run_tune_on_device(const TuneBenchOptions& options, const schedule::ModelConfig& model, const TuneSpace& space,
                        int64_t max_seq);
-
-/// Write `text` to `path` through `path`.tmp and a rename, so a reader never sees half a file.
-[[nodiscard]] Status write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace amk::bench

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedule/schedule_config.h"
+#include "tools/bench/atomic_file.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/copy_bandwidth.h"
 #include "tools/bench/decode_rig.h"
@@ -19,34 +20,44 @@ namespace {
 
 constexpr int kExitOk = 0, kExitBadInput = 1, kExitGpu = 3, kExitMismatch = 4;
 
+/// A failure after which the device cannot be trusted for the next candidate (a launch that failed,
+/// timed out or reported an error). A refusal of one schedule (InvalidArgument, Unsupported, a
+/// lowering's Internal) is not: that candidate is rejected and the search goes on.
 bool is_device_failure(const Status& s) {
-  return s.code() == StatusCode::GpuRuntime || s.code() == StatusCode::DeviceError ||
-         s.code() == StatusCode::Timeout || s.code() == StatusCode::Internal;
+  return s.code() == StatusCode::GpuRuntime || s.code() == StatusCode::DeviceError || s.code() == StatusCode::Timeout;
 }
 
-/// A candidate's rig, built and checked; `m->reason` says why not when it returns null.
+constexpr const char* kMismatch = "Mismatch";
+
+/// Record a refusal in `m`, and in `device_failure` when it is the device's.
+void refuse(TuneMeasurement* m, const Status& s, Status* device_failure) {
+  m->code = status_code_name(s.code());
+  m->reason = m->code + ": " + s.message();
+  if (is_device_failure(s)) *device_failure = s;
+}
+
+/// A candidate's rig, built and checked; `m` says why not when it returns null.
 std::unique_ptr<DecodeRig> checked_rig(const TuneBenchOptions& o, const schedule::ModelConfig& model,
                                        const ir::GpuTarget& target, const std::string& key, int64_t max_seq,
                                        TuneMeasurement* m, Status* device_failure, int32_t* token) {
   Result<ir::ScheduleConfig> cfg = schedule::schedule_config_from_json_text(key, "candidate schedule");
   if (!cfg) {
-    m->reason = "schedule: " + cfg.status().message();
+    refuse(m, cfg.status(), device_failure);
     return nullptr;
   }
   Result<std::unique_ptr<DecodeRig>> rig = build_decode_rig(model, target, *cfg, max_seq, o.seed, "cublas-graph");
   if (!rig) {
-    m->reason = std::string(status_code_name(rig.status().code())) + ": " + rig.status().message();
-    if (is_device_failure(rig.status())) *device_failure = rig.status();
+    refuse(m, rig.status(), device_failure);
     return nullptr;
   }
   DecodeCheck check;
   Status s = check_decode_rig(**rig, o.check_steps, &check);
   if (!s) {
-    m->reason = std::string(status_code_name(s.code())) + ": " + s.message();
-    *device_failure = s;
+    refuse(m, s, device_failure);
     return nullptr;
   }
   if (!check.mismatch.empty()) {
+    m->code = kMismatch;
     m->reason = check.mismatch;
     return nullptr;
   }
@@ -66,8 +77,7 @@ TuneMeasurement measure_candidate(const TuneBenchOptions& o, const schedule::Mod
     double ms = 0.0;
     Status s = time_decode_rig(*rig, token, ctx, o.warmup, o.tokens, &ms);
     if (!s) {
-      m.reason = s.message();
-      *device_failure = s;
+      refuse(&m, s, device_failure);
       return m;
     }
     m.ms.push_back(ms);
@@ -87,43 +97,51 @@ std::string ms_list(const std::vector<double>& ms) {
   return out;
 }
 
-bool is_mismatch(const TuneMeasurement& m) { return m.reason.rfind("correctness check failed", 0) == 0; }
-
-/// Why a rig for the re-timing could not be had. `*mismatch`: the candidate passed the check during
-/// the search and fails it now, i.e. decodes differently from run to run (exit 4, not the device's 3).
-Status retime_refusal(const char* which, const TuneMeasurement& why, bool* mismatch) {
-  *mismatch = is_mismatch(why);
-  return Status(StatusCode::GpuRuntime, std::string("re-timing the ") + which + ": " + why.reason +
-                                            (*mismatch ? " (it passed the same check during the search)" : ""));
+/// The exit code of a start schedule refused with `m`: a failed check is 4, the device's failures
+/// 3, the rest (a refused lowering, say) 1.
+int refusal_exit_code(const TuneMeasurement& m) {
+  if (m.code == kMismatch) return kExitMismatch;
+  for (StatusCode c : {StatusCode::GpuRuntime, StatusCode::Unsupported, StatusCode::DeviceError, StatusCode::Timeout})
+    if (m.code == status_code_name(c)) return kExitGpu;
+  return kExitBadInput;
 }
 
-/// The start and the best re-timed in alternation, `rounds` times each, on rigs held side by side;
-/// medians per ctx into start_ms / best_ms.
+/// The start and the best re-timed in alternation, `rounds` times each (which goes first swaps
+/// every round, so neither always follows the other), on rigs held side by side; medians per ctx
+/// into start_ms / best_ms. A rig that cannot be had again is `*refusal` (exit code by
+/// refusal_exit_code: a best that passed its check in the search and fails it now decodes
+/// differently from run to run).
 Status retime_side_by_side(const TuneBenchOptions& o, const schedule::ModelConfig& model, const ir::GpuTarget& target,
                            const std::string& start_key, const std::string& best_key, int64_t max_seq,
-                           std::vector<double>* start_ms, std::vector<double>* best_ms, bool* mismatch) {
-  TuneMeasurement why_start, why_best;
+                           std::vector<double>* start_ms, std::vector<double>* best_ms, TuneMeasurement* refusal) {
   Status failure;
-  int32_t token_start = 1, token_best = 1;
-  std::unique_ptr<DecodeRig> start = checked_rig(o, model, target, start_key, max_seq, &why_start, &failure, &token_start);
-  if (!start) return retime_refusal("start", why_start, mismatch);
-  std::unique_ptr<DecodeRig> best = checked_rig(o, model, target, best_key, max_seq, &why_best, &failure, &token_best);
-  if (!best) return retime_refusal("best", why_best, mismatch);
-  std::vector<std::vector<double>> s_runs(o.ctx.size()), b_runs(o.ctx.size());
+  int32_t tokens[2] = {1, 1};
+  std::unique_ptr<DecodeRig> rigs[2];
+  const std::string* keys[2] = {&start_key, &best_key};
+  for (int k = 0; k < 2; ++k) {
+    rigs[k] = checked_rig(o, model, target, *keys[k], max_seq, refusal, &failure, &tokens[k]);
+    if (!rigs[k])
+      return Status(StatusCode::GpuRuntime, std::string("re-timing the ") + (k == 0 ? "start" : "best") + ": " +
+                                                refusal->reason + " (it passed the same check in the search)");
+  }
+  std::vector<std::vector<double>> runs[2] = {std::vector<std::vector<double>>(o.ctx.size()),
+                                              std::vector<std::vector<double>>(o.ctx.size())};
   for (int r = 0; r < o.rounds; ++r) {
     for (size_t i = 0; i < o.ctx.size(); ++i) {
-      double ms = 0.0;
-      Status s = time_decode_rig(*start, token_start, o.ctx[i], o.warmup, o.tokens, &ms);
-      if (!s) return s;
-      s_runs[i].push_back(ms);
-      s = time_decode_rig(*best, token_best, o.ctx[i], o.warmup, o.tokens, &ms);
-      if (!s) return s;
-      b_runs[i].push_back(ms);
+      for (int k : {r % 2, 1 - r % 2}) {
+        double ms = 0.0;
+        Status s = time_decode_rig(*rigs[k], tokens[k], o.ctx[i], o.warmup, o.tokens, &ms);
+        if (!s) {
+          refusal->code = status_code_name(s.code());
+          return s;
+        }
+        runs[k][i].push_back(ms);
+      }
     }
   }
   for (size_t i = 0; i < o.ctx.size(); ++i) {
-    start_ms->push_back(median_of(s_runs[i]));
-    best_ms->push_back(median_of(b_runs[i]));
+    start_ms->push_back(median_of(runs[0][i]));
+    best_ms->push_back(median_of(runs[1][i]));
   }
   return Status::ok();
 }
@@ -182,21 +200,26 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
   if (r.best < 0) {
     // tune_search measures the start before anything else, so there is one candidate.
     const TuneMeasurement& m = r.candidates.at(0).m;
-    return fail(is_mismatch(m) ? kExitMismatch : kExitBadInput,
-                "the start schedule (the gpu-decode preset) was rejected: " + m.reason);
+    return fail(refusal_exit_code(m), "the start schedule (the gpu-decode preset) was rejected: " + m.reason);
   }
   const TuneCandidate& start = r.candidates[0];
-  const TuneCandidate& best = r.candidates[static_cast<size_t>(r.best)];
+  const TuneCandidate& found = r.candidates[static_cast<size_t>(r.best)];
 
-  std::vector<double> start_ms = start.m.ms, best_ms = best.m.ms;
+  // The search's pick stands only if the side-by-side re-timing confirms its gain; otherwise the
+  // gain was the noise of single measurements and the preset's schedule is the answer.
+  std::vector<double> start_ms = start.m.ms, best_ms = found.m.ms;
+  bool confirmed = true;
   if (r.best != 0) {
     start_ms.clear();
     best_ms.clear();
-    bool mismatch = false;
-    Status s = retime_side_by_side(o, model, *target, start.key, best.key, max_seq, &start_ms, &best_ms, &mismatch);
-    if (!s) return fail(mismatch ? kExitMismatch : kExitGpu, s.message());
+    TuneMeasurement refusal;
+    Status s = retime_side_by_side(o, model, *target, start.key, found.key, max_seq, &start_ms, &best_ms, &refusal);
+    if (!s) return fail(refusal_exit_code(refusal), s.message());
+    confirmed = tune_gain_confirmed(sum(start_ms), sum(best_ms), o.search.min_gain);
   }
-  const double speedup = sum(start_ms) / sum(best_ms);
+  const int best_index = confirmed ? r.best : 0;
+  const TuneCandidate& best = r.candidates[static_cast<size_t>(best_index)];
+  const double speedup = sum(start_ms) / sum(best_ms);  // the search's pick against the preset
   std::string schedule_text = nlohmann::ordered_json::parse(best.key).dump(2) + "\n";
   if (!o.out.empty()) {
     Status s = write_file_atomically(o.out, schedule_text);
@@ -221,35 +244,42 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
       const TuneCandidate& c = r.candidates[i];
       tools::Json cj{{"index", i}, {"pass", c.pass}, {"label", c.label}, {"knobs", tune_preset_json(c.preset)},
                      {"ok", c.m.ok}};
+      cj["code"] = c.m.ok ? tools::Json(nullptr) : tools::Json(c.m.code);
       cj["reason"] = c.m.ok ? tools::Json(nullptr) : tools::Json(c.m.reason);
       cj["ms_per_token"] = c.m.ms;
       cj["objective_ms"] = c.m.ok ? tools::Json(c.m.objective_ms) : tools::Json(nullptr);
       j["candidates"].push_back(cj);
     }
-    j["best"] = {{"index", r.best}, {"label", best.label}, {"knobs", tune_preset_json(best.preset)},
-                 {"schedule", nlohmann::ordered_json::parse(best.key)}};
-    j["comparison"] = {{"rounds", r.best != 0 ? o.rounds : 0},
+    j["comparison"] = {{"searched_best", r.best},
+                       {"rounds", r.best != 0 ? o.rounds : 0},
                        {"start_ms_per_token", start_ms},
-                       {"best_ms_per_token", best_ms},
-                       {"speedup", speedup}};
+                       {"searched_best_ms_per_token", best_ms},
+                       {"speedup", speedup},
+                       {"confirmed", confirmed}};
+    j["best"] = {{"index", best_index}, {"label", best.label}, {"knobs", tune_preset_json(best.preset)},
+                 {"schedule", nlohmann::ordered_json::parse(best.key)}};
     j["out"] = o.out.empty() ? tools::Json(nullptr) : tools::Json(o.out);
     std::cout << tools::json_text(j);
     return kExitOk;
   }
   std::printf("searched %zu distinct schedule(s) in %d pass(es)%s\n", r.candidates.size(), r.passes,
               r.budget_exhausted ? " (stopped at --max-candidates)" : "");
-  std::printf("best: #%d %s\n", r.best, best.label.c_str());
   if (r.best == 0) {
     std::printf("the preset's defaults were not beaten by more than %.1f%%: ms/token %s\n", 100.0 * o.search.min_gain,
                 ms_list(best_ms).c_str());
   } else {
-    std::printf("re-timed side by side, %d alternated round(s), median ms/token per ctx (copy bandwidth %.0f GB/s):\n",
-                o.rounds, bw->gbs);
-    std::printf("%8s %12s %12s %9s\n", "ctx", "preset", "best", "speedup");
+    std::printf("#%d %s re-timed beside the preset, %d alternated round(s), median ms/token per ctx "
+                "(copy bandwidth %.0f GB/s):\n",
+                r.best, found.label.c_str(), o.rounds, bw->gbs);
+    std::printf("%8s %12s %12s %9s\n", "ctx", "preset", "candidate", "speedup");
     for (size_t i = 0; i < o.ctx.size(); ++i)
       std::printf("%8lld %12.3f %12.3f %8.3fx\n", static_cast<long long>(o.ctx[i]), start_ms[i], best_ms[i],
                   start_ms[i] / best_ms[i]);
+    if (!confirmed)
+      std::printf("the re-timing did not confirm a gain of more than %.1f%%: keeping the preset\n",
+                  100.0 * o.search.min_gain);
   }
+  std::printf("best: #%d %s\n", best_index, best.label.c_str());
   if (!o.out.empty()) std::printf("wrote %s (amk-bench decode --schedule, amk-compile --schedule)\n", o.out.c_str());
   return kExitOk;
 }

@@ -46,8 +46,8 @@ TuneSearchResult tune_search(const TuneSpace& space, const schedule::DecodePrese
         if (index < 0) break;
         if (faster(index, axis_best)) axis_best = index;
       }
-      const double bar = r.candidates[incumbent].m.objective_ms * (1.0 - options.min_gain);
-      if (axis_best != incumbent && r.candidates[axis_best].m.objective_ms < bar) {
+      if (axis_best != incumbent && tune_gain_confirmed(r.candidates[incumbent].m.objective_ms,
+                                                        r.candidates[axis_best].m.objective_ms, options.min_gain)) {
         incumbent = axis_best;
         adopted = true;
       }
@@ -57,6 +57,10 @@ TuneSearchResult tune_search(const TuneSpace& space, const schedule::DecodePrese
   }
   r.best = incumbent;
   return r;
+}
+
+bool tune_gain_confirmed(double start_objective_ms, double best_objective_ms, double min_gain) {
+  return best_objective_ms < start_objective_ms * (1.0 - min_gain);
 }
 
 }  // namespace amk::bench

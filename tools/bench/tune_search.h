@@ -19,6 +19,7 @@ namespace amk::bench {
 /// check; `reason` says which and why, and the candidate can never be picked.
 struct TuneMeasurement {
   bool ok = false;
+  std::string code;           ///< refused: a StatusCode name ("Unsupported", ...), or "Mismatch" for a failed check
   std::string reason;
   std::vector<double> ms;     ///< ms/token per context length, in the order asked
   double objective_ms = 0.0;  ///< what is minimised: the sum of `ms`
@@ -52,5 +53,9 @@ using TuneMeasureFn = std::function<TuneMeasurement(const schedule::DecodePreset
 /// Run the search. The start is measured first; when it fails, nothing else is (best = -1).
 TuneSearchResult tune_search(const TuneSpace& space, const schedule::DecodePreset& start, const TuneKeyFn& key_of,
                              const TuneMeasureFn& measure, const TuneSearchOptions& options);
+
+/// Whether a re-timing confirms the search's pick: its objective below the start's by more than
+/// `min_gain` (the same bar the search used), so a pick that won on one noisy measurement is dropped.
+bool tune_gain_confirmed(double start_objective_ms, double best_objective_ms, double min_gain);
 
 }  // namespace amk::bench
