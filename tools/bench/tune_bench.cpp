@@ -11,7 +11,6 @@
 
 #include "targets/registry.h"
 #include "tools/bench/atomic_file.h"
-
 #include "tools/bench/bench_report.h"
 #include "tools/bench/decode_bench.h"
 

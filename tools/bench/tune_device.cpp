@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -27,12 +28,10 @@ bool is_device_failure(const Status& s) {
   return s.code() == StatusCode::GpuRuntime || s.code() == StatusCode::DeviceError || s.code() == StatusCode::Timeout;
 }
 
-constexpr const char* kMismatch = "Mismatch";
-
 /// Record a refusal in `m`, and in `device_failure` when it is the device's.
 void refuse(TuneMeasurement* m, const Status& s, Status* device_failure) {
-  m->code = status_code_name(s.code());
-  m->reason = m->code + ": " + s.message();
+  m->code = s.code();
+  m->reason = std::string(status_code_name(s.code())) + ": " + s.message();
   if (is_device_failure(s)) *device_failure = s;
 }
 
@@ -57,7 +56,7 @@ std::unique_ptr<DecodeRig> checked_rig(const TuneBenchOptions& o, const schedule
     return nullptr;
   }
   if (!check.mismatch.empty()) {
-    m->code = kMismatch;
+    m->mismatch = true;
     m->reason = check.mismatch;
     return nullptr;
   }
@@ -97,14 +96,9 @@ std::string ms_list(const std::vector<double>& ms) {
   return out;
 }
 
-/// The exit code of a start schedule refused with `m`: a failed check is 4, the device's failures
-/// 3, the rest (a refused lowering, say) 1.
-int refusal_exit_code(const TuneMeasurement& m) {
-  if (m.code == kMismatch) return kExitMismatch;
-  for (StatusCode c : {StatusCode::GpuRuntime, StatusCode::Unsupported, StatusCode::DeviceError, StatusCode::Timeout})
-    if (m.code == status_code_name(c)) return kExitGpu;
-  return kExitBadInput;
-}
+/// The exit code of a schedule refused with `m`: a failed check is 4, the rest as decode's
+/// (bench_exit_code: the device's failures 3, a refused lowering 1).
+int refusal_exit_code(const TuneMeasurement& m) { return m.mismatch ? kExitMismatch : bench_exit_code(m.code); }
 
 /// The start and the best re-timed in alternation, `rounds` times each (which goes first swaps
 /// every round, so neither always follows the other), on rigs held side by side; medians per ctx
@@ -132,7 +126,7 @@ Status retime_side_by_side(const TuneBenchOptions& o, const schedule::ModelConfi
         double ms = 0.0;
         Status s = time_decode_rig(*rigs[k], tokens[k], o.ctx[i], o.warmup, o.tokens, &ms);
         if (!s) {
-          refusal->code = status_code_name(s.code());
+          refusal->code = s.code();
           return s;
         }
         runs[k][i].push_back(ms);
@@ -146,11 +140,7 @@ Status retime_side_by_side(const TuneBenchOptions& o, const schedule::ModelConfi
   return Status::ok();
 }
 
-double sum(const std::vector<double>& v) {
-  double s = 0.0;
-  for (double x : v) s += x;
-  return s;
-}
+double sum(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 
 }  // namespace
 
@@ -183,6 +173,7 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
   const auto measure = [&](const schedule::DecodePreset& p, const std::string& key) {
     TuneMeasurement m;
     if (!device_failure) {
+      m.code = device_failure.code();
       m.reason = "not measured: an earlier candidate failed on the device (" + device_failure.message() + ")";
     } else {
       m = measure_candidate(o, model, *target, key, max_seq, &device_failure);
@@ -244,7 +235,7 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
       const TuneCandidate& c = r.candidates[i];
       tools::Json cj{{"index", i}, {"pass", c.pass}, {"label", c.label}, {"knobs", tune_preset_json(c.preset)},
                      {"ok", c.m.ok}};
-      cj["code"] = c.m.ok ? tools::Json(nullptr) : tools::Json(c.m.code);
+      cj["code"] = c.m.ok ? tools::Json(nullptr) : tools::Json(c.m.mismatch ? "Mismatch" : status_code_name(c.m.code));
       cj["reason"] = c.m.ok ? tools::Json(nullptr) : tools::Json(c.m.reason);
       cj["ms_per_token"] = c.m.ms;
       cj["objective_ms"] = c.m.ok ? tools::Json(c.m.objective_ms) : tools::Json(nullptr);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/status.h"
 #include "schedule/decode_preset.h"
 #include "tools/bench/tune_space.h"
 
@@ -19,7 +20,8 @@ namespace amk::bench {
 /// check; `reason` says which and why, and the candidate can never be picked.
 struct TuneMeasurement {
   bool ok = false;
-  std::string code;           ///< refused: a StatusCode name ("Unsupported", ...), or "Mismatch" for a failed check
+  bool mismatch = false;      ///< refused by the correctness check (else by `code`)
+  StatusCode code = StatusCode::Ok;  ///< refused: why (InvalidArgument, Unsupported, GpuRuntime, ...)
   std::string reason;
   std::vector<double> ms;     ///< ms/token per context length, in the order asked
   double objective_ms = 0.0;  ///< what is minimised: the sum of `ms`
