@@ -14,8 +14,11 @@
 //   kvhead16 8 KV heads x 16 partitions of 512 keys: each slice read once, 128 blocks
 //   rows     128 blocks of 64 consecutive keys, whole 1 KiB rows (every KV head): contiguous
 //
-// L2 is flushed before every timed launch. Printed: the median launch time over the repetitions,
-// the rate of unique bytes (16.8 MB / time) and of requested bytes (what the blocks loaded).
+// Each pattern with four kinds of 16-byte load (ld.global, .cg, .nc, L1::no_allocate) and, for
+// head / kvhead16, with 100 or 180 KiB of shared memory reserved per block (the megakernel's L1
+// carve-out). L2 is flushed before every timed launch. Printed: the median launch time over the
+// repetitions, the rate of unique bytes (16.8 MB / time) and of requested bytes (what the blocks
+// loaded).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -55,7 +58,29 @@ __device__ Span span_of(Pattern p, int b) {
   }
 }
 
+/// How a lane loads its 16 bytes: ld.global (L1-allocating, the megakernel's attention), .cg (L2
+/// only), .nc (the read-only path) or L1::no_allocate.
+enum class Load { Plain, Cg, Nc, NoAlloc };
+
+template <Load L>
+__device__ uint4 load16(const char* p) {
+  uint4 r;
+  if constexpr (L == Load::Plain) {
+    r = *reinterpret_cast<const uint4*>(p);
+  } else if constexpr (L == Load::Cg) {
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else if constexpr (L == Load::Nc) {
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else {
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+  }
+  return r;
+}
+
 /// Each lane covers 16 bytes of a row's span; a warp load covers 512 / width rows.
+template <Load L>
 __global__ void __launch_bounds__(kThreads) read_kv(Pattern p, const char* k, const char* v, float* sink) {
   const Span s = span_of(p, static_cast<int>(blockIdx.x));
   const int lanes_per_row = s.width / 16, rows_per_load = kThreads / lanes_per_row;
@@ -68,8 +93,8 @@ __global__ void __launch_bounds__(kThreads) read_kv(Pattern p, const char* k, co
     for (int u = 0; u < kU; ++u) {
       const int r = r0 + u * rows_per_load;
       const size_t at = static_cast<size_t>(s.k0 + (r < s.n ? r : 0)) * kRowBytes + s.col + sub * 16;
-      kk[u] = *reinterpret_cast<const uint4*>(k + at);
-      vv[u] = *reinterpret_cast<const uint4*>(v + at);
+      kk[u] = load16<L>(k + at);
+      vv[u] = load16<L>(v + at);
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) acc += __uint_as_float(kk[u].x ^ vv[u].w);
@@ -112,14 +137,19 @@ int main() {
   cudaEvent_t a, b;
   CHECK_CUDA(cudaEventCreate(&a));
   CHECK_CUDA(cudaEventCreate(&b));
-  std::printf("%-9s %6s %10s %14s %16s\n", "pattern", "blocks", "median us", "unique GB/s", "requested GB/s");
-  for (int i = -1; i < static_cast<int>(sizeof rows / sizeof rows[0]); ++i) {  // -1: an empty launch
+  using Kernel = void (*)(Pattern, const char*, const char*, float*);
+  const struct {
+    const char* name;
+    Kernel fn;
+  } kinds[] = {{"ld", read_kv<Load::Plain>}, {"ld.cg", read_kv<Load::Cg>}, {"ld.nc", read_kv<Load::Nc>},
+               {"no_alloc", read_kv<Load::NoAlloc>}};
+  // Median launch time of `launch` over 14 repetitions, L2 flushed before each.
+  const auto time_us = [&](auto&& launch) {
     std::vector<float> us;
     for (int rep = 0; rep < 15; ++rep) {
       flush<<<prop.multiProcessorCount * 4, 512>>>(scratch, scratch_n);
       CHECK_CUDA(cudaEventRecord(a));
-      if (i < 0) empty_kernel<<<128, kThreads>>>();
-      else read_kv<<<rows[i].blocks, kThreads>>>(rows[i].p, k, v, sink);
+      launch();
       CHECK_CUDA(cudaEventRecord(b));
       CHECK_CUDA(cudaEventSynchronize(b));
       float ms = 0.0f;
@@ -127,13 +157,23 @@ int main() {
       if (rep > 0) us.push_back(1000.0f * ms);
     }
     std::sort(us.begin(), us.end());
-    const double t = us[us.size() / 2];
-    if (i < 0) {
-      std::printf("%-9s %6d %10.2f   (launch overhead in every row below)\n", "empty", 128, t);
-      continue;
+    return static_cast<double>(us[us.size() / 2]);
+  };
+  std::printf("empty launch %.2f us (in every time below)\n", time_us([] { empty_kernel<<<128, kThreads>>>(); }));
+  // The megakernel holds ~180 KB of shared memory per SM (weight ring, work area), which leaves L1
+  // a small carve-out: the same reads with that much shared memory reserved (and unused).
+  std::printf("%-9s %-9s %9s %6s %10s %14s %16s\n", "pattern", "load", "smem KiB", "blocks", "median us", "unique GB/s",
+              "requested GB/s");
+  for (const int smem_kib : {0, 100, 180}) {
+    for (const auto& kind : kinds) {
+      CHECK_CUDA(cudaFuncSetAttribute(kind.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kib * 1024));
+      for (const Row& r : rows) {
+        if (smem_kib > 0 && r.p != Pattern::Head && r.p != Pattern::KvHead16) continue;
+        const double t = time_us([&] { kind.fn<<<r.blocks, kThreads, smem_kib * 1024>>>(r.p, k, v, sink); });
+        std::printf("%-9s %-9s %9d %6d %10.2f %14.0f %16.0f\n", r.name, kind.name, smem_kib, r.blocks, t,
+                    2.0 * cache / (t * 1e3), r.requested / (t * 1e3));
+      }
     }
-    const Row& r = rows[i];
-    std::printf("%-9s %6d %10.2f %14.0f %16.0f\n", r.name, r.blocks, t, 2.0 * cache / (t * 1e3), r.requested / (t * 1e3));
   }
   return 0;
 }
