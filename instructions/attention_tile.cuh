@@ -64,14 +64,30 @@ AMK_DEVICE AttnState<E> attn_empty() {
   return s;
 }
 
+// Measurement variants of the key loop's arithmetic, for tools/profiling/build-ab.sh (compile-time,
+// so the default build's code is untouched: runtime knobs in this loop moved the unchanged path
+// by 5% at ctx 8192, docs/PERFORMANCE.md row 101). At ctx 8192 the loop is bound by its
+// arithmetic, not its loads (row 100). -DAMK_ATTN_EXP2: the key's exponentials as exp2f of a
+// log2e-scaled argument (one MUFU.EX2 each instead of expf's accurate sequence).
+// -DAMK_ATTN_BLOCK_SOFTMAX: a round's kU keys added at once (attention_head_vec).
+
+/// e^x for the per-key softmax.
+AMK_DEVICE float attn_exp(float x) {
+#ifdef AMK_ATTN_EXP2
+  return exp2f(x * 1.4426950408889634f);
+#else
+  return expf(x);
+#endif  // AMK_ATTN_EXP2
+}
+
 /// Add one key with score `sj` and value dims `v` (a masked key, sj = -inf, before any other
 /// changes nothing).
 template <int E>
 AMK_DEVICE void attn_add_key(AttnState<E>& s, float sj, const float (&v)[E]) {
   const float m_new = fmaxf(s.m, sj);
   if (m_new == -__int_as_float(0x7f800000)) return;  // masked key, nothing seen yet
-  const float alpha = expf(s.m - m_new);  // 0 when m is -inf
-  const float pj = expf(sj - m_new);
+  const float alpha = attn_exp(s.m - m_new);  // 0 when m is -inf
+  const float pj = attn_exp(sj - m_new);
   s.l = s.l * alpha + pj;
 #pragma unroll
   for (int e = 0; e < E; ++e) s.acc[e] = fmaf(pj, v[e], s.acc[e] * alpha);
@@ -216,6 +232,50 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
       unpack16<DT>(q_raw, q);
       q_pending = false;
     }
+#ifdef AMK_ATTN_BLOCK_SOFTMAX
+    // The round's scores first (-inf past the window), then one max, one rescale and kU
+    // independent exponentials, where attn_add_key chains max -> 2 exp -> rescale per key.
+    const float neg_inf = -__int_as_float(0x7f800000);
+    float sc[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      float kf[E];
+      unpack16<DT>(kk[u], kf);
+      float part = 0.0f;
+#pragma unroll
+      for (int e = 0; e < E; ++e) part = fmaf(q[e], kf[e], part);
+      for (int o = L / 2; o >= 1; o >>= 1) part += gpu::shfl_xor(part, o);  // within the key's L lanes
+      const int64_t j = jb + u * round + kslot;
+      sc[u] = neg_inf;
+      if (j < a.j_end) {
+        sc[u] = a.scale * part;
+        if (a.has_bias) sc[u] += a.bias.load(j);
+      }
+    }
+    float mb = st.m;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) mb = fmaxf(mb, sc[u]);
+    if (mb != neg_inf) {  // else nothing seen yet: every key masked
+      const float alpha = attn_exp(st.m - mb);  // 0 when m is -inf
+      float pu[kU], lsum = 0.0f;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        pu[u] = attn_exp(sc[u] - mb);  // 0 for a masked key
+        lsum += pu[u];
+      }
+      st.l = fmaf(st.l, alpha, lsum);
+#pragma unroll
+      for (int e = 0; e < E; ++e) st.acc[e] *= alpha;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        float v[E];
+        unpack16<DT>(vv[u], v);
+#pragma unroll
+        for (int e = 0; e < E; ++e) st.acc[e] = fmaf(pu[u], v[e], st.acc[e]);
+      }
+      st.m = mb;
+    }
+#else
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       float kf[E];
@@ -232,6 +292,7 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
       unpack16<DT>(vv[u], v);
       attn_add_key(st, sj, v);
     }
+#endif  // AMK_ATTN_BLOCK_SOFTMAX
   }
   if (a.fresh_key && warp == 0) {  // ROPE_ATTENTION: key p, from the prologue's rows
     const float* s_k = fresh_rows(a, ctx);
