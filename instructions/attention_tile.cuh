@@ -66,7 +66,7 @@ AMK_DEVICE AttnState<E> attn_empty() {
 
 // Measurement variants of the key loop's arithmetic, for tools/profiling/build-ab.sh (compile-time,
 // so the default build's code is untouched: runtime knobs in this loop moved the unchanged path
-// by 5% at ctx 8192, docs/PERFORMANCE.md row 101). At ctx 8192 the loop is bound by its
+// by 5-7% at ctx 8192, docs/PERFORMANCE.md row 101). At ctx 8192 the loop is bound by its
 // arithmetic, not its loads (row 100). -DAMK_ATTN_EXP2: the key's exponentials as exp2f of a
 // log2e-scaled argument (one MUFU.EX2 each instead of expf's accurate sequence).
 // -DAMK_ATTN_BLOCK_SOFTMAX: a round's kU keys added at once (attention_head_vec).
