@@ -214,6 +214,16 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
   const char* vbase = static_cast<const char*>(a.v.ptr) + (g * hd + sub * E) * kEsize;
   const int64_t row_bytes = kv_row * kEsize;
   const int64_t round = static_cast<int64_t>(nw) * kpw;  // keys per load round of the block
+  // q . k for the key whose E dims this lane holds in `kr`, summed over the key's L lanes.
+  const auto key_dot = [&](const uint4& kr) {
+    float kf[E];
+    unpack16<DT>(kr, kf);
+    float part = 0.0f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) part = fmaf(q[e], kf[e], part);
+    for (int o = L / 2; o >= 1; o >>= 1) part += gpu::shfl_xor(part, o);
+    return part;
+  };
   // jb is warp-uniform (every lane runs every shuffle); each lane's key is jb + u * round + kslot.
   for (int64_t jb = a.j_begin + static_cast<int64_t>(warp) * kpw; jb < a.j_end; jb += round * kU) {
     uint4 kk[kU], vv[kU];
@@ -239,12 +249,7 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
     float sc[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      float kf[E];
-      unpack16<DT>(kk[u], kf);
-      float part = 0.0f;
-#pragma unroll
-      for (int e = 0; e < E; ++e) part = fmaf(q[e], kf[e], part);
-      for (int o = L / 2; o >= 1; o >>= 1) part += gpu::shfl_xor(part, o);  // within the key's L lanes
+      const float part = key_dot(kk[u]);
       const int64_t j = jb + u * round + kslot;
       sc[u] = neg_inf;
       if (j < a.j_end) {
@@ -278,12 +283,7 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
 #else
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
-      float kf[E];
-      unpack16<DT>(kk[u], kf);
-      float part = 0.0f;
-#pragma unroll
-      for (int e = 0; e < E; ++e) part = fmaf(q[e], kf[e], part);
-      for (int o = L / 2; o >= 1; o >>= 1) part += gpu::shfl_xor(part, o);  // within the key's L lanes
+      const float part = key_dot(kk[u]);
       const int64_t j = jb + u * round + kslot;
       if (j >= a.j_end) continue;
       float sj = a.scale * part;

@@ -8,13 +8,10 @@
 # Needs amk-bench in $AMK_DEVICE_BUILD (default build-device). Logs go to $OUT (else
 # build-device/logs); the table is printed last.
 #   e.g. tools/profiling/decode-variants.sh llama-3.2-1b.json 128,8192 "base||" "h2p8||--heads-per-task 2 --kv-partitions 8"
-set -u -o pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-BUILD="${AMK_DEVICE_BUILD:-$ROOT/build-device}"
-LOGS="${OUT:-$BUILD/logs}"
-mkdir -p "$LOGS"
+# shellcheck source=tools/profiling/ab_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ab_env.sh"
 [ $# -ge 3 ] || { echo "usage: $0 MODEL CTX 'name|env words|decode flags'..." >&2; exit 2; }
-[ -x "$BUILD/tools/amk-bench" ] || { echo "no $BUILD/tools/amk-bench: build it first" >&2; exit 2; }
+require_bench
 model="$1" ctx="$2"
 shift 2
 

@@ -10,13 +10,10 @@
 # env: AMK_SKIP_8B=1, AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128), AMK_AB_TOKENS (30),
 #   AMK_AB_ARGS (more amk-bench decode flags for every run, e.g. "--baseline none" for an emulation
 #   whose results are wrong on purpose: docs/PERFORMANCE.md row 97)
-set -u -o pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-BUILD="${AMK_DEVICE_BUILD:-$ROOT/build-device}"
-LOGS="${OUT:-$BUILD/logs}"
-mkdir -p "$LOGS"
+# shellcheck source=tools/profiling/ab_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ab_env.sh"
 [ $# -ge 1 ] || { echo "usage: $0 SETTING... (\"VAR=value ...\" or - for the defaults)" >&2; exit 2; }
-[ -x "$BUILD/tools/amk-bench" ] || { echo "no $BUILD/tools/amk-bench: build it first" >&2; exit 2; }
+require_bench
 
 declare -A R
 run() {  # round, setting index, setting, name, model config, ctx list

@@ -26,20 +26,14 @@
 #include <cstdio>
 #include <vector>
 
+#define PROBE_NAME "amk-kv-probe"
+#include "tools/profiling/probe_check.h"
+
 namespace {
 
 constexpr int kThreads = 352;  // the megakernel's compute threads (11 warps)
 constexpr int kSeq = 8192, kKvHeads = 8, kHeadDim = 64, kRowBytes = kKvHeads * kHeadDim * 2;
 constexpr int kU = 4;  // loads of K and of V in flight per lane
-
-#define CHECK_CUDA(x)                                                          \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));            \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
 
 /// What block b reads: keys [k0, k0 + n) of the byte range [col, col + width) of each row.
 struct Span {
@@ -116,14 +110,14 @@ int main() {
   char *k = nullptr, *v = nullptr;
   float *sink = nullptr, *scratch = nullptr;
   const size_t scratch_n = 64u << 20;  // 256 MB of floats: more than L2
-  CHECK_CUDA(cudaMalloc(&k, cache));
-  CHECK_CUDA(cudaMalloc(&v, cache));
-  CHECK_CUDA(cudaMalloc(&sink, 1024 * sizeof(float)));
-  CHECK_CUDA(cudaMalloc(&scratch, scratch_n * sizeof(float)));
-  CHECK_CUDA(cudaMemset(k, 0x11, cache));
-  CHECK_CUDA(cudaMemset(v, 0x22, cache));
+  PROBE_CHECK(cudaMalloc(&k, cache));
+  PROBE_CHECK(cudaMalloc(&v, cache));
+  PROBE_CHECK(cudaMalloc(&sink, 1024 * sizeof(float)));
+  PROBE_CHECK(cudaMalloc(&scratch, scratch_n * sizeof(float)));
+  PROBE_CHECK(cudaMemset(k, 0x11, cache));
+  PROBE_CHECK(cudaMemset(v, 0x22, cache));
   cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s: K / V [%d][%d][%d] bf16, %.1f MB\n", prop.name, kSeq, kKvHeads, kHeadDim, 2.0 * cache / 1e6);
   struct Row {
     const char* name;
@@ -135,8 +129,8 @@ int main() {
                       {"kvhead", Pattern::KvHead, 64, 2.0 * cache},   {"kvhead16", Pattern::KvHead16, 128, 2.0 * cache},
                       {"rows", Pattern::Rows, 128, 2.0 * cache}};
   cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
+  PROBE_CHECK(cudaEventCreate(&a));
+  PROBE_CHECK(cudaEventCreate(&b));
   using Kernel = void (*)(Pattern, const char*, const char*, float*);
   const struct {
     const char* name;
@@ -148,12 +142,12 @@ int main() {
     std::vector<float> us;
     for (int rep = 0; rep < 15; ++rep) {
       flush<<<prop.multiProcessorCount * 4, 512>>>(scratch, scratch_n);
-      CHECK_CUDA(cudaEventRecord(a));
+      PROBE_CHECK(cudaEventRecord(a));
       launch();
-      CHECK_CUDA(cudaEventRecord(b));
-      CHECK_CUDA(cudaEventSynchronize(b));
+      PROBE_CHECK(cudaEventRecord(b));
+      PROBE_CHECK(cudaEventSynchronize(b));
       float ms = 0.0f;
-      CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+      PROBE_CHECK(cudaEventElapsedTime(&ms, a, b));
       if (rep > 0) us.push_back(1000.0f * ms);
     }
     std::sort(us.begin(), us.end());
@@ -166,7 +160,7 @@ int main() {
               "requested GB/s");
   for (const int smem_kib : {0, 100, 180}) {
     for (const auto& kind : kinds) {
-      CHECK_CUDA(cudaFuncSetAttribute(kind.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kib * 1024));
+      PROBE_CHECK(cudaFuncSetAttribute(kind.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_kib * 1024));
       for (const Row& r : rows) {
         if (smem_kib > 0 && r.p != Pattern::Head && r.p != Pattern::KvHead16) continue;
         const double t = time_us([&] { kind.fn<<<r.blocks, kThreads, smem_kib * 1024>>>(r.p, k, v, sink); });

@@ -31,6 +31,9 @@
 #include <string>
 #include <vector>
 
+#define PROBE_NAME "amk-stream-probe"
+#include "tools/profiling/probe_check.h"
+
 #include "instructions/device_common.cuh"
 #include "instructions/gemv_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
@@ -62,15 +65,6 @@ struct ProbeArgs {
   int ring_skew;  // the ring starts ring_skew bytes past a 1024-byte boundary (--ring-skew)
   int evict_first;  // 1: the copies carry the megakernel's L2 evict-first policy (--evict-first)
 };
-
-#define PROBE_CHECK(x)                                                                        \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "amk-stream-probe: %s: %s\n", #x, cudaGetErrorString(e_));         \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 #if AMK_HAVE_BULK_COPY
 /// One chunk of whole bf16 rows in shared memory, consumed by the megakernel's own code
