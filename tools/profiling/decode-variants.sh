@@ -3,7 +3,7 @@
 # build, alternated over the variants AMK_AB_ROUNDS times (default 1), for schedule and knob
 # comparisons that env-ab.sh cannot express (its settings share one set of decode flags). A
 # VARIANT is "name|env words|decode flags", e.g. "h2p8||--heads-per-task 2 --kv-partitions 8" or
-# "perhead|AMK_ATTN_PER_HEAD=1|--heads-per-task 2 --kv-partitions 8"; MODEL is a file name under
+# "generic|AMK_ROPE_PROLOGUE_GENERIC=1|--kv-partitions 8"; MODEL is a file name under
 # tests/fixtures/configs, CTX a --ctx list (with two contexts the table shows last / first).
 # Needs amk-bench in $AMK_DEVICE_BUILD (default build-device). Logs go to $OUT (else
 # build-device/logs); the table is printed last.
