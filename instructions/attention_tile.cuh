@@ -7,6 +7,7 @@
 // FUSED ROPE_ATTENTION runs the same code after rope_fresh_prologue has put the rotated q and the
 // fresh key's k / v rows into shared memory; warp 0 adds that key after its cache keys.
 #pragma once
+#include "instructions/attention_softmax.h"
 #include "instructions/attention_tile.h"
 #include "instructions/elementwise.cuh"
 #include "instructions/gemv_core.cuh"
@@ -45,65 +46,6 @@ AMK_DEVICE void attention_merge_store(const AttentionTileArgs& a, int64_t h, con
       a.out.store(o + d, den > 0.0f ? num / den : 0.0f);
     }
   });
-}
-
-/// Online-softmax state of one lane: running max, denominator and E accumulated output dims.
-template <int E>
-struct AttnState {
-  float m, l, acc[E];
-};
-
-/// The state before any key: m = -inf, l = 0, acc = 0.
-template <int E>
-AMK_DEVICE AttnState<E> attn_empty() {
-  AttnState<E> s;
-  s.m = -__int_as_float(0x7f800000);
-  s.l = 0.0f;
-#pragma unroll
-  for (int e = 0; e < E; ++e) s.acc[e] = 0.0f;
-  return s;
-}
-
-// Measurement variants of the key loop's arithmetic, for tools/profiling/build-ab.sh (compile-time,
-// so the default build's code is untouched: runtime knobs in this loop moved the unchanged path
-// by 5-7% at ctx 8192, docs/PERFORMANCE.md row 101). At ctx 8192 the loop is bound by its
-// arithmetic, not its loads (row 100). -DAMK_ATTN_EXP2: the key's exponentials as exp2f of a
-// log2e-scaled argument (one MUFU.EX2 each instead of expf's accurate sequence).
-// -DAMK_ATTN_BLOCK_SOFTMAX: a round's kU keys added at once (attention_head_vec).
-
-/// e^x for the per-key softmax.
-AMK_DEVICE float attn_exp(float x) {
-#ifdef AMK_ATTN_EXP2
-  return exp2f(x * 1.4426950408889634f);
-#else
-  return expf(x);
-#endif  // AMK_ATTN_EXP2
-}
-
-/// Add one key with score `sj` and value dims `v` (a masked key, sj = -inf, before any other
-/// changes nothing).
-template <int E>
-AMK_DEVICE void attn_add_key(AttnState<E>& s, float sj, const float (&v)[E]) {
-  const float m_new = fmaxf(s.m, sj);
-  if (m_new == -__int_as_float(0x7f800000)) return;  // masked key, nothing seen yet
-  const float alpha = attn_exp(s.m - m_new);  // 0 when m is -inf
-  const float pj = attn_exp(sj - m_new);
-  s.l = s.l * alpha + pj;
-#pragma unroll
-  for (int e = 0; e < E; ++e) s.acc[e] = fmaf(pj, v[e], s.acc[e] * alpha);
-  s.m = m_new;
-}
-
-/// Merge `o` into `s` (either may be empty: m = -inf, l = 0, acc = 0).
-template <int E>
-AMK_DEVICE void attn_merge(AttnState<E>& s, const AttnState<E>& o) {
-  const float mm = fmaxf(s.m, o.m);
-  if (mm == -__int_as_float(0x7f800000)) return;  // both empty
-  const float a1 = expf(s.m - mm), a2 = expf(o.m - mm);  // 0 for an empty side
-  s.l = s.l * a1 + o.l * a2;
-#pragma unroll
-  for (int e = 0; e < E; ++e) s.acc[e] = s.acc[e] * a1 + o.acc[e] * a2;
-  s.m = mm;
 }
 
 /// Shared rows of ROPE_ATTENTION: s_q = ctx.s_work [hd] (rotated q of the head), then after the
@@ -257,29 +199,7 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
         if (a.has_bias) sc[u] += a.bias.load(j);
       }
     }
-    float mb = st.m;
-#pragma unroll
-    for (int u = 0; u < kU; ++u) mb = fmaxf(mb, sc[u]);
-    if (mb != neg_inf) {  // else nothing seen yet: every key masked
-      const float alpha = attn_exp(st.m - mb);  // 0 when m is -inf
-      float pu[kU], lsum = 0.0f;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        pu[u] = attn_exp(sc[u] - mb);  // 0 for a masked key
-        lsum += pu[u];
-      }
-      st.l = fmaf(st.l, alpha, lsum);
-#pragma unroll
-      for (int e = 0; e < E; ++e) st.acc[e] *= alpha;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        float v[E];
-        unpack16<DT>(vv[u], v);
-#pragma unroll
-        for (int e = 0; e < E; ++e) st.acc[e] = fmaf(pu[u], v[e], st.acc[e]);
-      }
-      st.m = mb;
-    }
+    attn_add_block(st, sc, [&](int u, float(&v)[E]) { unpack16<DT>(vv[u], v); });
 #else
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
