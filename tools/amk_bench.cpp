@@ -28,6 +28,7 @@
 #include "tools/bench/decode_bench.h"
 #include "tools/bench/launch_bench.h"
 #include "tools/bench/tune_bench.h"
+#include "tools/bench/tune_space.h"
 #include "tools/common/json_out.h"
 #include "vm/cpu_vm.h"
 #include "vm/session.h"
@@ -39,11 +40,6 @@ using Clock = std::chrono::steady_clock;
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 /// Copy `bytes` with `threads` threads, each on its own slice; returns GB/s counting read + write.
 double copy_bandwidth_gbs(size_t bytes, int threads) {
@@ -66,7 +62,7 @@ double copy_bandwidth_gbs(size_t bytes, int threads) {
   }
   volatile float sink = b[n / 2];
   (void)sink;
-  return 2.0 * static_cast<double>(n * sizeof(float)) / median(times) / 1e9;
+  return 2.0 * static_cast<double>(n * sizeof(float)) / amk::tools::median(times) / 1e9;
 }
 
 /// A program of `threads` GEMV tiles over one bf16 weight of about `bytes`: x (IO_INPUT) @ W.T.
@@ -119,8 +115,8 @@ amk::Result<GemvResult> gemv_bandwidth(size_t bytes, int threads) {
     times.push_back(stats.wall_us);
   }
   GemvResult r;
-  r.ms = median(times) / 1e3;
-  r.gbs = static_cast<double>(n * k * 2) / (median(times) * 1e3);
+  r.ms = amk::tools::median(times) / 1e3;
+  r.gbs = static_cast<double>(n * k * 2) / (amk::tools::median(times) * 1e3);
   return r;
 }
 
@@ -135,7 +131,7 @@ amk::Result<double> tokens_per_s(const std::string& program, const std::string& 
   if (!ids) return ids.status();
   const auto& lat = (*s)->step_latencies_us();
   std::vector<double> gen(lat.begin() + 3, lat.end());  // decode steps only
-  return 1e6 / median(gen);
+  return 1e6 / amk::tools::median(gen);
 }
 
 /// "128,2048" -> {128, 2048}; false (and a message on stderr) when an item is not a length.
@@ -249,29 +245,33 @@ int main(int argc, char** argv) {
   decode->add_option("--seed", dopt.seed, "random weights seed")->capture_default_str();
   // The built-in schedule's knobs (schedule/decode_preset.h): meaningless with --schedule, so
   // giving one with it is a usage error rather than a silently ignored flag.
+  const auto knob_range = [](const char* knob) {  // the range a tune space checks the knob against too
+    const amk::bench::KnobRange r = amk::bench::preset_knob_range(knob);
+    return CLI::Range(r.lo, r.hi);
+  };
   const std::vector<CLI::Option*> preset_knobs = {
       decode
           ->add_option("--tiles-per-stage", dopt.tiling.tiles_per_stage,
                        "built-in schedule: each stage's projections in this many equal tiles per SM (0 = use --tile-kib)")
-          ->check(CLI::Range(0, 1024))
+          ->check(knob_range("tiles_per_stage"))
           ->capture_default_str(),
       decode
           ->add_option("--tile-kib", dopt.tiling.tile_kib,
                        "built-in schedule: GEMV tiles of this many KiB (0 = use --tiles-per-sm)")
-          ->check(CLI::Range(0, 65536))
+          ->check(knob_range("tile_kib"))
           ->capture_default_str(),
       decode->add_option("--tiles-per-sm", dopt.tiling.tiles_per_sm, "built-in schedule: tiles of each projection per SM")
-          ->check(CLI::Range(1, 1024))
+          ->check(knob_range("tiles_per_sm"))
           ->capture_default_str(),
       decode
           ->add_option("--lm-head-tiles-per-sm", dopt.tiling.lm_head_tiles_per_sm,
                        "built-in schedule: LM head tiles per SM (0 = as the other projections)")
-          ->check(CLI::Range(0, 1024))
+          ->check(knob_range("lm_head_tiles_per_sm"))
           ->capture_default_str(),
       decode
           ->add_option("--argmax-tiles-per-sm", dopt.tiling.argmax_tiles_per_sm,
                        "built-in schedule: SAMPLE_ARGMAX tiles per SM before one combine (0 = one task scans every logit)")
-          ->check(CLI::Range(0, 64))
+          ->check(knob_range("argmax_tiles_per_sm"))
           ->capture_default_str(),
       decode->add_option("--sm-assignment", dopt.tiling.sm_assignment, "built-in schedule: how tasks go to SMs")
           ->check(CLI::IsMember(std::vector<std::string>(std::begin(amk::schedule::kSmPolicies),
@@ -280,12 +280,12 @@ int main(int argc, char** argv) {
       decode
           ->add_option("--kv-partitions", dopt.tiling.kv_partitions,
                        "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, at most 4)")
-          ->check(CLI::Range(0, 8))
+          ->check(knob_range("kv_partitions"))
           ->capture_default_str(),
       decode
           ->add_option("--heads-per-task", dopt.tiling.heads_per_task,
                        "built-in schedule: query heads per attention task")
-          ->check(CLI::Range(1, 1024))
+          ->check(knob_range("heads_per_task"))
           ->capture_default_str(),
       decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
                          "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)"),

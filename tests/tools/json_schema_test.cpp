@@ -167,6 +167,14 @@ TEST_CASE("json: amk-bench decode and launch documents, with or without a GPU", 
   }
   auto bad_policy = run_tool(AMK_BENCH_BIN, "decode --sm-assignment fastest --model " + model);
   CHECK(bad_policy.exit_code == 2);
+  // The knobs' ranges are the tune space's (preset_knob_range): one past either end is a usage
+  // error naming the flag.
+  for (const char* knob : {"--kv-partitions 9", "--heads-per-task 0", "--argmax-tiles-per-sm 65", "--tiles-per-sm 0"}) {
+    INFO(knob);
+    auto out_of_range = run_tool(AMK_BENCH_BIN, std::string("decode ") + knob + " --model " + model);
+    CHECK(out_of_range.exit_code == 2);
+    CHECK_THAT(out_of_range.err, Catch::Contains(std::string(knob).substr(0, std::string(knob).find(' '))));
+  }
 }
 
 TEST_CASE("json: amk-validate follows the same header", "[tools]") {

@@ -130,3 +130,22 @@ TEST_CASE("tune space: space files that cannot be read or parsed", "[tools]") {
   CHECK(good->axes.at(0).values == std::vector<json>{0, 2});
   std::remove(path.c_str());
 }
+
+TEST_CASE("tune space: every integer axis has the range its amk-bench decode flag takes", "[tools]") {
+  for (const std::string& name : bench::tune_axis_names()) {
+    INFO(name);
+    const bench::KnobRange r = bench::preset_knob_range(name);
+    if (name == "sm_assignment" || name == "drop_fusion") {
+      CHECK(r.lo > r.hi);  // not an integer knob: empty
+      continue;
+    }
+    REQUIRE(r.lo <= r.hi);
+    // Both ends are values a space may hold; one past either end is refused, naming the range.
+    const std::string range = "[" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+    CHECK(bench::tune_space_from_json(ordered_json{{name, {r.lo, r.hi}}}, "space.json").is_ok());
+    CHECK_THAT(refusal(ordered_json{{name, {r.hi + 1}}}.dump()), Contains(range));
+    CHECK_THAT(refusal(ordered_json{{name, {r.lo - 1}}}.dump()), Contains(range));
+  }
+  CHECK(bench::preset_knob_range("tiles_per_stag").lo > bench::preset_knob_range("tiles_per_stag").hi);
+  CHECK(bench::preset_knob_range("kv_partitions").hi == 8);  // ATTENTION_COMBINE's inputs (AMK_MAX_INPUTS)
+}

@@ -7,14 +7,10 @@
 
 #include "schedule/lower.h"
 #include "targets/registry.h"
+#include "tools/common/json_out.h"
 #include "vm/cuda/cuda_executor.h"
 
 namespace amk::bench {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 
 int bench_exit_code(StatusCode code) {
   switch (code) {
@@ -125,7 +121,7 @@ Status time_decode_rig(DecodeRig& rig, int32_t token, int64_t ctx, int warmup, i
     if (!s) return Status(s.code(), "amk timed step at ctx " + std::to_string(ctx) + ": " + s.message());
     if (i >= warmup) us.push_back(d);
   }
-  *amk_ms = median_of(us) / 1000.0;
+  *amk_ms = tools::median(us) / 1000.0;
   return Status::ok();
 }
 
@@ -134,7 +130,7 @@ Status time_baseline_rig(DecodeRig& rig, int32_t token, int64_t ctx, int warmup,
   std::vector<double> ms;
   Status s = rig.base->time_steps(token, static_cast<int32_t>(ctx - 1), warmup, tokens, &ms);
   if (!s) return Status(s.code(), "baseline timed steps at ctx " + std::to_string(ctx) + ": " + s.message());
-  *base_ms = median_of(ms);
+  *base_ms = tools::median(ms);
   return Status::ok();
 }
 

@@ -62,8 +62,6 @@ struct DecodeCheck {
 [[nodiscard]] Status time_baseline_rig(DecodeRig& rig, int32_t token, int64_t ctx, int warmup, int tokens,
                                        double* base_ms);
 
-double median_of(std::vector<double> v);
-
 /// amk-bench's exit code for a failed rig step: 3 for the device's failures (GpuRuntime,
 /// Unsupported, DeviceError, Timeout), 1 for refused input or a failed measurement (the rest).
 int bench_exit_code(StatusCode code);

@@ -134,8 +134,8 @@ Status retime_side_by_side(const TuneBenchOptions& o, const schedule::ModelConfi
     }
   }
   for (size_t i = 0; i < o.ctx.size(); ++i) {
-    start_ms->push_back(median_of(runs[0][i]));
-    best_ms->push_back(median_of(runs[1][i]));
+    start_ms->push_back(tools::median(runs[0][i]));
+    best_ms->push_back(tools::median(runs[1][i]));
   }
   return Status::ok();
 }

@@ -13,7 +13,7 @@ namespace {
 
 using schedule::DecodePreset;
 
-/// An integer knob of DecodePreset with the range amk-bench decode's flag of the same name takes.
+/// An integer knob of DecodePreset and its range (preset_knob_range).
 struct IntKnob {
   const char* name;
   int64_t lo, hi;
@@ -35,6 +35,15 @@ const IntKnob* find_int_knob(const std::string& name) {
     if (name == k.name) return &k;
   return nullptr;
 }
+
+}  // namespace
+
+KnobRange preset_knob_range(const std::string& name) {
+  const IntKnob* k = find_int_knob(name);
+  return k != nullptr ? KnobRange{k->lo, k->hi} : KnobRange{0, -1};
+}
+
+namespace {
 
 Status invalid(const std::string& msg) { return Status(StatusCode::InvalidArgument, msg); }
 

@@ -29,6 +29,14 @@ struct TuneSpace {
 /// The axis names a space may use, in the built-in space's order.
 const std::vector<std::string>& tune_axis_names();
 
+/// The values an integer knob of the preset takes, [lo, hi]: the one range both a tune space and
+/// amk-bench decode's flag of the same name (--tiles-per-stage for tiles_per_stage) check against.
+/// {0, -1} (empty) for a name that is not an integer knob.
+struct KnobRange {
+  int64_t lo, hi;
+};
+KnobRange preset_knob_range(const std::string& name);
+
 /// `preset` with axis `name` set to `value`. The value must be valid for the axis (checked by
 /// tune_space_from_json; an unchecked bad value is Internal).
 [[nodiscard]] Result<schedule::DecodePreset> tune_apply(schedule::DecodePreset preset, const std::string& name,

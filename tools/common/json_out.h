@@ -4,6 +4,7 @@
 // "tokens"). Kept apart from the mains so amk-bench's GPU subcommands can build the same shape.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,8 @@ Json json_latency_us(const std::vector<double>& samples_us);
 
 /// The p-th quantile (0..1, nearest rank) of `v`; 0 when empty.
 double percentile(std::vector<double> v, double p);
+/// percentile(v, 0.5): the middle sample, the upper of the two middle ones for an even count.
+inline double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
 /// Serialized for stdout: indent 2, invalid UTF-8 in user-supplied strings replaced, trailing newline.
 std::string json_text(const Json& doc);
