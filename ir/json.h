@@ -27,6 +27,10 @@ Status program_save(const Program& program, const std::string& path);
 /// Write `text` to `path` the same way (temporary file in the same directory, then rename), for
 /// tools' other outputs (traces, DOT graphs) that must never be left half-written.
 Status text_save_atomic(const std::string& path, std::string_view text);
+/// The temporary those writers use: a new, empty, uniquely named file "<path>.tmp.XXXXXX" beside
+/// `path` (mode 0600), open for writing; its descriptor, or -1 with errno set. Also a cheap check
+/// that `path`'s folder takes files, before work whose result is to be saved there.
+int temp_file_beside(const std::string& path, std::string* tmp);
 
 /// A GpuTarget from a JSON object; `path` prefixes error messages. Unknown keys are dropped.
 Result<GpuTarget> gpu_target_from_json(const nlohmann::json& j, const std::string& path);

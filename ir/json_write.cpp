@@ -228,8 +228,8 @@ using Flush = std::function<void(std::string&)>;
 // Writes what `produce` emits (through the Flush it is given) to a temporary file in the same
 // directory, then renames it over `path`: readers see the old file or the new one, never a part.
 Status write_file_atomic(const std::string& path, const std::function<void(const Flush&)>& produce) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = temp_file_beside(path, &tmp);
   if (fd < 0) return Status(StatusCode::IoError, path + ": cannot create a temporary file: " + std::strerror(errno));
   auto fail = [&](const std::string& what, int err) {
     ::close(fd);
@@ -343,6 +343,15 @@ Status program_save(const Program& program, const std::string& path) {
   } catch (const std::exception& e) {  // std::function copies can throw before the file exists
     return Status(StatusCode::Internal, path + ": cannot save the program: " + e.what());
   }
+}
+
+// A unique name, not a fixed "<path>.tmp": two writers of one path must not write into each
+// other, nor overwrite whatever a user keeps under that name.
+int temp_file_beside(const std::string& path, std::string* tmp) {
+  std::string name = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd >= 0) *tmp = std::move(name);
+  return fd;
 }
 
 Status text_save_atomic(const std::string& path, std::string_view text) {

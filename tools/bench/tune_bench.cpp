@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "targets/registry.h"
-#include "tools/bench/atomic_file.h"
+#include "ir/json.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/decode_bench.h"
 
@@ -40,7 +40,7 @@ int run_tune_bench(const TuneBenchOptions& o) {
     // Refuse an unwritable --out now, not after minutes of measuring: a temporary file like the
     // one the result will go through, made and removed; nothing at `out` itself is touched.
     std::string probe;
-    const int fd = make_temporary_beside(o.out, &probe);
+    const int fd = ir::temp_file_beside(o.out, &probe);
     if (fd < 0) return fail("--out " + o.out + ": cannot create a file beside it: " + std::strerror(errno));
     ::close(fd);
     ::unlink(probe.c_str());

@@ -37,7 +37,7 @@ struct TuneBenchOptions {
 /// device that cannot run the VM; 4 the start schedule (the preset's defaults) failed the
 /// correctness check, or a schedule that passed it in the search failed it when re-timed (it
 /// decodes differently from run to run). Nothing is written unless the run succeeds, and then
-/// atomically (atomic_file.h). The search's pick is written only if the side-by-side
+/// atomically (ir::text_save_atomic). The search's pick is written only if the side-by-side
 /// re-timing confirms its gain past min_gain; otherwise the preset's schedule is.
 int run_tune_bench(const TuneBenchOptions& options);
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedule/schedule_config.h"
-#include "tools/bench/atomic_file.h"
+#include "ir/json.h"
 #include "tools/bench/bench_report.h"
 #include "tools/bench/copy_bandwidth.h"
 #include "tools/bench/decode_rig.h"
@@ -213,7 +213,7 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
   const double speedup = sum(start_ms) / sum(best_ms);  // the search's pick against the preset
   std::string schedule_text = nlohmann::ordered_json::parse(best.key).dump(2) + "\n";
   if (!o.out.empty()) {
-    Status s = write_file_atomically(o.out, schedule_text);
+    Status s = ir::text_save_atomic(o.out, schedule_text);
     if (!s) return fail(kExitBadInput, s.message());
   }
 
