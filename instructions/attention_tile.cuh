@@ -6,105 +6,17 @@
 // empty or fully masked window gives m = -inf, l = 0, acc = 0 (and 0 when normalised).
 // FUSED ROPE_ATTENTION runs the same code after rope_fresh_prologue has put the rotated q and the
 // fresh key's k / v rows into shared memory; warp 0 adds that key after its cache keys.
+// BF16 / F16 caches of head_dim 64 take attention_mma.cuh's tensor-core path instead on CUDA sm_80+
+// (a KV head's q heads in one pass); -DAMK_ATTN_NO_MMA keeps them here (docs/PERFORMANCE.md row 103).
 #pragma once
+#include "instructions/attention_common.cuh"
+#include "instructions/attention_mma.cuh"
 #include "instructions/attention_softmax.h"
 #include "instructions/attention_tile.h"
 #include "instructions/elementwise.cuh"
 #include "instructions/gemv_core.cuh"
 
 namespace amk::instructions {
-
-/// Merge the per-warp states [acc[hd], m, l] in s_part (ctx.s_work + hd) and store head h: the
-/// normalised output, or [acc, m, l] with PARTIAL_WRITE. Whole block.
-AMK_DEVICE void attention_merge_store(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
-  const int64_t hd = a.head_dim;
-  const int nw = compute_warps();
-  const float neg_inf = -__int_as_float(0x7f800000);
-  const float* s_part = ctx.s_work + hd;
-  compute_barrier();
-  float big_m = neg_inf;
-  for (int w = 0; w < nw; ++w) big_m = fmaxf(big_m, s_part[w * (hd + 2) + hd]);
-  const int64_t o = h * a.out_width;
-  block_for(hd, [&](int64_t d) {
-    float num = 0.0f, den = 0.0f;
-    if (big_m != neg_inf) {
-      for (int w = 0; w < nw; ++w) {
-        const float* pw = s_part + static_cast<int64_t>(w) * (hd + 2);
-        if (pw[hd] == neg_inf) continue;
-        const float wt = expf(pw[hd] - big_m);
-        num = fmaf(wt, pw[d], num);
-        den = fmaf(wt, pw[hd + 1], den);
-      }
-    }
-    if (a.partial) {
-      a.out.store(o + d, num);
-      if (d == 0) {
-        a.out.store(o + hd, big_m);
-        a.out.store(o + hd + 1, den);
-      }
-    } else {
-      a.out.store(o + d, den > 0.0f ? num / den : 0.0f);
-    }
-  });
-}
-
-/// Shared rows of ROPE_ATTENTION: s_q = ctx.s_work [hd] (rotated q of the head), then after the
-/// per-warp states the fresh key's k (rotated) and v rows [hd] each.
-AMK_DEVICE float* fresh_rows(const AttentionTileArgs& a, const DeviceCtx& ctx) {
-  return ctx.s_work + a.head_dim + static_cast<int64_t>(compute_warps()) * (a.head_dim + 2);
-}
-
-/// ROPE_ATTENTION, head h: s_q = rope(q_h) rounded to q's dtype and, when the window holds p, the
-/// fresh rows k = rope(k_new_g) and v = v_new_g rounded to the cache's dtypes. One element per
-/// thread, every load of the block issued before any is used: one round trip. Its own function so
-/// that its sin / cos (the accurate ones, as ROPE) take no registers from the attention loops
-/// (inlined, the kernel spilled 300 bytes more and every stage slowed). Whole block; ends with a
-/// barrier.
-///
-/// With contiguous operands and an F32 table (every lowered program) the operands' pointers and
-/// dtypes are read from the shared Args into registers once, before any shared store: through
-/// Tensor::load each element's loads waited on a chain of shared reads of the Args (which the
-/// stores to s_q may alias, so the compiler re-read them), and the prologue took ~2 us even with
-/// its data in L1 (docs/PERFORMANCE.md, row 86). Both paths rotate with rope_rotate.
-AMK_DEVICE_NOINLINE void rope_fresh_prologue(const AttentionTileArgs& a, int64_t h, const DeviceCtx& ctx) {
-  const int64_t hd = a.head_dim, g = h / a.group;
-  const float pos = static_cast<float>(a.fresh_pos);
-  float* s_q = ctx.s_work;
-  float* s_k = fresh_rows(a, ctx);
-  float* s_v = s_k + hd;
-  const int64_t rows = a.fresh_key ? 3 : 1;  // q, then k and v when the fresh key is this task's
-  if (!a.generic_prologue && a.q.contiguous && a.k_new.contiguous && a.v_new.contiguous && a.inv_freq.contiguous &&
-      a.inv_freq.dtype == AMK_DTYPE_F32) {
-    const void* const qp = a.q.ptr;
-    const void* const kp = a.k_new.ptr;
-    const void* const vp = a.v_new.ptr;
-    const float* const inv = static_cast<const float*>(a.inv_freq.ptr);
-    const int32_t q_dt = a.q.dtype, kn_dt = a.k_new.dtype, vn_dt = a.v_new.dtype;
-    const int32_t kc_dt = a.k.dtype, vc_dt = a.v.dtype;  // the rounding: q's, then the caches'
-    const int64_t half = hd / 2;
-    for (int64_t e = block_tid(); e < rows * hd; e += block_threads()) {
-      const int64_t r = e / hd, d = e - r * hd;
-      if (r == 2) {
-        s_v[d] = round_to_dtype(vc_dt, load_elem(vp, vn_dt, g * hd + d));
-        continue;
-      }
-      const void* const x = r == 0 ? qp : kp;
-      const int32_t x_dt = r == 0 ? q_dt : kn_dt;
-      const int64_t base = r == 0 ? h * hd : g * hd, i = d < half ? d : d - half;
-      const float f = inv[i];
-      const float v = rope_rotate(load_elem(x, x_dt, base + i), load_elem(x, x_dt, base + i + half), f, pos, d >= half);
-      (r == 0 ? s_q : s_k)[d] = round_to_dtype(r == 0 ? q_dt : kc_dt, v);
-    }
-  } else {
-    block_for(rows * hd, [&](int64_t e) {
-      const int64_t r = e / hd, d = e - r * hd;
-      if (r == 0) s_q[d] = round_to_dtype(a.q.dtype, rope_element(a.q, h * hd, d, hd, a.inv_freq, pos));
-      else if (r == 1) s_k[d] = round_to_dtype(a.k.dtype, rope_element(a.k_new, g * hd, d, hd, a.inv_freq, pos));
-      else s_v[d] = round_to_dtype(a.v.dtype, a.v_new.load(g * hd + d));
-    });
-  }
-  compute_barrier();
-}
 
 /// One head, 16-byte K/V loads: a key's row of hd elements is read by L = hd / E lanes (E elements
 /// each), so one warp load covers kWarpSize / L keys and each lane keeps kU such loads of K and of
@@ -144,7 +56,7 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
   if (q_pending) {
     q_raw = *reinterpret_cast<const uint4*>(qsrc);
   } else if (a.rope_fresh) {
-    rope_fresh_prologue(a, h, ctx);
+    rope_fresh_prologue(a, h, 1, ctx);
 #pragma unroll
     for (int e = 0; e < E; ++e) q[e] = ctx.s_work[sub * E + e];
   } else {
@@ -268,7 +180,7 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
   float* s_q = ctx.s_work;
   float* s_part = ctx.s_work + hd;  // [nw][hd + 2]
   compute_barrier();  // the previous head's merge has read s_part
-  if (a.rope_fresh) rope_fresh_prologue(a, h, ctx);  // s_q and the fresh rows, then a barrier
+  if (a.rope_fresh) rope_fresh_prologue(a, h, 1, ctx);  // s_q and the fresh rows, then a barrier
   else block_for(hd, [&](int64_t d) { s_q[d] = a.q.load(h * hd + d); });
   compute_barrier();
   float q[PER];
@@ -342,6 +254,26 @@ AMK_DEVICE_NOINLINE int32_t attention_tile_run(const amk_program_t& p, const amk
     return AMK_DEVERR_BAD_PARAMS;
   constexpr int kLanes = gpu::kWarpSize;
   const bool vec = attention_vec_ok(a);  // block-uniform (shared Args)
+#ifdef AMK_ATTN_MMA_PATH
+  if (attention_mma_ok(a, vec) && (a.head_dim == 64 || kAttnMmaHd128)) {  // a KV head's q heads a pass
+    for (int64_t h = a.h_begin; h < a.h_end;) {
+      int64_t stop = (h / a.group + 1) * a.group;  // the end of h's KV head
+      if (stop > h + kMmaHeads) stop = h + kMmaHeads;
+      if (stop > a.h_end) stop = a.h_end;
+      const int nh = static_cast<int>(stop - h);
+      const bool bf16 = a.k.dtype == AMK_DTYPE_BF16;
+      if (a.head_dim == 64) {
+        if (bf16) attention_heads_mma<AMK_DTYPE_BF16, 64>(a, h, nh, ctx);
+        else attention_heads_mma<AMK_DTYPE_F16, 64>(a, h, nh, ctx);
+      } else if constexpr (kAttnMmaHd128) {
+        if (bf16) attention_heads_mma<AMK_DTYPE_BF16, 128>(a, h, nh, ctx);
+        else attention_heads_mma<AMK_DTYPE_F16, 128>(a, h, nh, ctx);
+      }
+      h = stop;
+    }
+    return AMK_DEVERR_NONE;
+  }
+#endif  // AMK_ATTN_MMA_PATH
   for (int64_t h = a.h_begin; h < a.h_end; ++h) {
     if (vec) {
       if (a.k.dtype == AMK_DTYPE_BF16) attention_head_vec<AMK_DTYPE_BF16>(a, h, ctx);

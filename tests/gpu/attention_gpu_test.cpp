@@ -1,11 +1,12 @@
-// tests/gpu/attention_gpu_test.cpp: ATTENTION_TILE (GQA 1/4/8, head_dim 64/128, bias, STEP_KV
-// windows short and long) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE
+// tests/gpu/attention_gpu_test.cpp: ATTENTION_TILE (GQA 1/4/8/12, head_dim 64/128, bias, STEP_KV
+// windows short and long, task head ranges across KV heads) and split-KV PARTIAL_WRITE partitions merged by ATTENTION_COMBINE
 // (whole, and in head tiles on other workers), including an empty partition, against the CPU
 // reference; FUSED ROPE_ATTENTION likewise, with the cache row it must not read poisoned.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -64,6 +65,81 @@ TEST_CASE("gpu ATTENTION_TILE matches the CPU reference (GQA, head_dim, dtypes)"
         Status st = gputest::compare_with_cpu(two_task_attention(hd, group, dt, 300, bias), o);
         INFO(st.message());
         CHECK(st.is_ok());
+      }
+    }
+  }
+}
+
+namespace {
+
+/// 3 KV heads of `group` q heads each over a cache of S rows, one task per head range in
+/// `bounds` ([bounds[i], bounds[i + 1]) on worker i): ranges that start and end inside a KV head.
+ir::Program ranged_attention(int64_t hd, int64_t group, DType dt, int64_t S, const std::vector<int64_t>& bounds) {
+  const int64_t n_kv = 3, n_heads = n_kv * group;
+  gputest::ProgramBuilder b;
+  const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
+  const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+  const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
+  const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
+  for (size_t t = 0; t + 1 < bounds.size(); ++t) {
+    ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {out}, static_cast<int>(t), "attn.t" + std::to_string(t));
+    a.params.set("head_dim", hd);
+    a.params.set("n_heads", n_heads);
+    a.params.set("n_kv_heads", n_kv);
+    a.params.set("kv_start", int64_t{0});
+    a.params.set("kv_len", S);
+    a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
+    a.params.set("n_off", bounds[t]);
+    a.params.set("N_tile", bounds[t + 1] - bounds[t]);
+    a.params.set("flags", ir::kFlagStepKv);
+  }
+  return b.p;
+}
+
+/// Random in [-1, 1) for every buffer, but the cache rows past `pos` (outside the STEP_KV window)
+/// are NaN: a kernel that reads them, even to multiply by a zero weight, poisons its output.
+std::function<void(int, void*, size_t)> poison_rows_after(const ir::Program& p, int32_t pos) {
+  return [&p, pos](int buffer, void* dst, size_t bytes) {
+    std::mt19937_64 rng(static_cast<uint64_t>(buffer) * 104729u + 7u);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    const ir::Buffer& buf = p.buffers[static_cast<size_t>(buffer)];
+    const size_t esize = buf.dtype == DType::F32 ? 4 : 2;
+    const int64_t row = buf.shape.back();
+    const bool cache = buf.kind == BufferKind::KvCache;
+    for (size_t i = 0; i < bytes / esize; ++i) {
+      const bool poisoned = cache && static_cast<int64_t>(i) / row > pos;
+      const float f = poisoned ? std::numeric_limits<float>::quiet_NaN() : u(rng);
+      if (buf.dtype == DType::F32) std::memcpy(static_cast<char*>(dst) + i * 4, &f, 4);
+      const uint16_t h = buf.dtype == DType::BF16 ? instructions::f32_to_bf16(f) : instructions::f32_to_f16(f);
+      if (buf.dtype != DType::F32) std::memcpy(static_cast<char*>(dst) + i * 2, &h, 2);
+    }
+  };
+}
+
+}  // namespace
+
+TEST_CASE("gpu ATTENTION_TILE head ranges across KV heads and groups over 8 match the CPU reference",
+          "[gpu][op:attention_tile]") {
+  gputest::require_gpu();
+  // The tensor-core path (bf16 / f16, head_dim 64; 128 under -DAMK_ATTN_MMA_HD128) runs a task's
+  // heads one KV head at a time, at most 8 a pass: group 12 takes passes of 8 + 4, ranges start
+  // and end mid-group (heads 5, 7 / 8, 17), and one range of 2 or 3 heads sits inside a group. Windows of
+  // 1, 37 and 250 keys end inside a block of 16, with the rows after them NaN.
+  for (int64_t hd : {int64_t{64}, int64_t{128}}) {
+    for (DType dt : {DType::BF16, DType::F16}) {
+      for (int64_t group : {int64_t{4}, int64_t{12}}) {
+        for (int32_t pos : {0, 36, 249}) {
+          const std::vector<int64_t> bounds = group == 4 ? std::vector<int64_t>{0, 5, 7, 12}
+                                                         : std::vector<int64_t>{0, 5, 8, 17, 36};
+          INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " group " << group << " pos " << pos);
+          const ir::Program p = ranged_attention(hd, group, dt, 300, bounds);
+          gputest::CompareOptions o;
+          o.pos = pos;
+          o.fill = poison_rows_after(p, pos);
+          Status st = gputest::compare_with_cpu(p, o);
+          INFO(st.message());
+          CHECK(st.is_ok());
+        }
       }
     }
   }
@@ -221,41 +297,46 @@ TEST_CASE("gpu FUSED ROPE_ATTENTION matches the CPU reference and never reads ca
   gputest::require_gpu();
   // head_dim 64 / 128: the 16-byte path (bf16, f16, f32); 80: the scalar one. pos 0: the fresh key
   // alone; pos 100 / 299: the fresh key after cache rows, in the last partition of 1, 2 or 3.
+  // Group 12 (bf16): the tensor-core path's prologue rotates 8 q heads, then 4, per task.
   for (int64_t hd : {int64_t{64}, int64_t{80}, int64_t{128}}) {
     for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
       for (int parts : {1, 3}) {
         for (int32_t pos : {0, 100, 299}) {
-          const int64_t S = 300;
-          INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " partitions " << parts << " pos " << pos);
-          std::vector<int> outputs;
-          const ir::Program p = rope_attention(hd, 4, dt, S, parts, &outputs);
-          // Random in [-1, 1) everywhere (inv_freq too: any table rotates), but row pos of both
-          // caches is NaN: the step's row must come from k_new / v_new on both sides.
-          gputest::CompareOptions o;
-          o.pos = pos;
-          o.outputs = outputs;
-          o.fill = [&](int buffer, void* dst, size_t bytes) {
-            std::mt19937_64 rng(static_cast<uint64_t>(buffer) * 7919u + 1u);
-            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-            const DType bdt = p.buffers[static_cast<size_t>(buffer)].dtype;
-            const size_t esize = bdt == DType::F32 ? 4 : 2;
-            const int64_t row = p.buffers[static_cast<size_t>(buffer)].shape.back();
-            for (size_t i = 0; i < bytes / esize; ++i) {
-              const bool poisoned = (buffer == 1 || buffer == 2) && static_cast<int64_t>(i) / row == pos;
-              const float f = poisoned ? std::numeric_limits<float>::quiet_NaN() : u(rng);
-              if (bdt == DType::F32) std::memcpy(static_cast<char*>(dst) + i * 4, &f, 4);
-              const uint16_t h = bdt == DType::BF16 ? instructions::f32_to_bf16(f) : instructions::f32_to_f16(f);
-              if (bdt != DType::F32) std::memcpy(static_cast<char*>(dst) + i * 2, &h, 2);
+          for (int64_t group : {int64_t{4}, int64_t{12}}) {
+            if (group == 12 && dt != DType::BF16) continue;
+            const int64_t S = 300;
+            INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " partitions " << parts << " pos " << pos
+                             << " group " << group);
+            std::vector<int> outputs;
+            const ir::Program p = rope_attention(hd, group, dt, S, parts, &outputs);
+            // Random in [-1, 1) everywhere (inv_freq too: any table rotates), but row pos of both
+            // caches is NaN: the step's row must come from k_new / v_new on both sides.
+            gputest::CompareOptions o;
+            o.pos = pos;
+            o.outputs = outputs;
+            o.fill = [&](int buffer, void* dst, size_t bytes) {
+              std::mt19937_64 rng(static_cast<uint64_t>(buffer) * 7919u + 1u);
+              std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+              const DType bdt = p.buffers[static_cast<size_t>(buffer)].dtype;
+              const size_t esize = bdt == DType::F32 ? 4 : 2;
+              const int64_t row = p.buffers[static_cast<size_t>(buffer)].shape.back();
+              for (size_t i = 0; i < bytes / esize; ++i) {
+                const bool poisoned = (buffer == 1 || buffer == 2) && static_cast<int64_t>(i) / row == pos;
+                const float f = poisoned ? std::numeric_limits<float>::quiet_NaN() : u(rng);
+                if (bdt == DType::F32) std::memcpy(static_cast<char*>(dst) + i * 4, &f, 4);
+                const uint16_t h = bdt == DType::BF16 ? instructions::f32_to_bf16(f) : instructions::f32_to_f16(f);
+                if (bdt != DType::F32) std::memcpy(static_cast<char*>(dst) + i * 2, &h, 2);
+              }
+            };
+            Status st = gputest::compare_with_cpu(p, o);
+            INFO(st.message());
+            CHECK(st.is_ok());
+            if (dt == DType::BF16) {  // once more through the Tensor::load prologue
+              gputest::ScopedEnv generic("AMK_ROPE_PROLOGUE_GENERIC", "1");
+              Status g = gputest::compare_with_cpu(p, o);
+              INFO("generic prologue: " << g.message());
+              CHECK(g.is_ok());
             }
-          };
-          Status st = gputest::compare_with_cpu(p, o);
-          INFO(st.message());
-          CHECK(st.is_ok());
-          if (dt == DType::BF16) {  // once more through the Tensor::load prologue
-            gputest::ScopedEnv generic("AMK_ROPE_PROLOGUE_GENERIC", "1");
-            Status g = gputest::compare_with_cpu(p, o);
-            INFO("generic prologue: " << g.message());
-            CHECK(g.is_ok());
           }
         }
       }
