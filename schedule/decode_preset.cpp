@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "schedule/fusion.h"
+#include "schedule/tiling.h"
 
 namespace amk::schedule {
 namespace {
@@ -36,17 +37,26 @@ bool is_builtin_fusion_group(const std::string& text) {
 }
 
 int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq) {
-  // One partition per 2048 cache rows (at most 4), so a long context spreads over SMs while a
-  // short one leaves the extra partitions empty (they exit at once). H100, 1B shape, max_seq
-  // 8192: 4 partitions 2.46 / 2.79 ms at ctx 128 / 8192, 8 partitions 2.70 / 3.12, 2 partitions
-  // 2.40 / 2.95 (docs/PERFORMANCE.md, row 28): 8 x 32 heads is two attention tasks per SM.
-  return preset.kv_partitions > 0 ? preset.kv_partitions : std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
+  if (preset.kv_partitions > 0) return preset.kv_partitions;
+  // One partition per 2048 cache rows, so a long context spreads over SMs while a short one
+  // leaves the extra partitions empty (they exit at once); past 6144 rows, 8 (with two query
+  // heads per task, decode_preset_heads_per_task). H200, 1B shape, max_seq 8192, ctx 128 / 8192
+  // with the tensor-core attention: 4 partitions of one head 1.324 / 1.653 ms, 8 of two heads
+  // 1.332 / 1.520 (docs/PERFORMANCE.md, row 105); H100, before it: 4 partitions 2.46 / 2.79,
+  // 8 of one head 2.70 / 3.12 (row 28: 8 x 32 heads is two attention tasks per SM).
+  const int64_t p = std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
+  return p == 4 ? kMaxKvPartitions : p;
 }
 
-int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model) {
-  // One query head per task by default: the GQA group's heads run on separate SMs instead of one
-  // after another (attention is latency-bound at decode, not bandwidth-bound).
-  return std::clamp<int64_t>(preset.heads_per_task, 1, std::max<int64_t>(1, model.num_attention_heads));
+int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq) {
+  const int64_t n_heads = std::max<int64_t>(1, model.num_attention_heads);
+  if (preset.heads_per_task > 0) return std::clamp<int64_t>(preset.heads_per_task, 1, n_heads);
+  // Auto: one query head per task, so the GQA group's heads run on separate SMs (attention at
+  // decode is latency-bound); two (of one KV head) at 8 partitions, which keeps the attention
+  // tasks at one per SM and reads each K / V row once for both (the tensor-core path runs a KV
+  // head's query heads in one pass; row 105).
+  const int64_t group = model.num_key_value_heads > 0 ? model.num_attention_heads / model.num_key_value_heads : 1;
+  return decode_preset_kv_partitions(preset, max_seq) >= kMaxKvPartitions && group % 2 == 0 ? 2 : 1;
 }
 
 std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {
@@ -59,7 +69,7 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
   }
   j["sm_assignment"] = tiling.sm_assignment;
   j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, max_seq);
-  j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model);
+  j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model, max_seq);
   const int64_t h = model.hidden_size, q = model.q_dim(), inter = model.intermediate_size, kv = model.kv_dim();
   struct Proj {
     const char* name;

@@ -33,13 +33,14 @@ struct DecodePreset {
   /// How tasks go to SMs (ScheduleConfig sm_assignment): stage_balance evens each stage's bytes,
   /// which is what a stage's latency depends on (docs/SCHEDULE.md).
   std::string sm_assignment = "stage_balance";
-  /// > 0: split-KV partitions per head (1..8); 0: one per 2048 rows of max_seq, at most 4.
+  /// > 0: split-KV partitions per head (1..8); 0: one per 2048 rows of max_seq up to 6144 rows,
+  /// 8 beyond (decode_preset_kv_partitions).
   int64_t kv_partitions = 0;
-  /// Query heads per attention task (clamped to [1, n_heads]). 1: each head on its own SM, which
-  /// beat a KV head's query heads sharing one pass over its K / V rows (H200, Llama-3.2-1B: 2 or 4
-  /// heads per pass held fewer loads in flight per lane and ran slower at ctx 128 and 8192;
-  /// docs/PERFORMANCE.md, row 56).
-  int64_t heads_per_task = 1;
+  /// > 0: query heads per attention task (clamped to [1, n_heads]); 0: 1, or 2 at 8 partitions
+  /// (decode_preset_heads_per_task). One head per task beat a KV head's query heads sharing a
+  /// pass in the scalar attention (row 56); with the tensor-core path, two heads a task at 8
+  /// partitions beat one at 4 at ctx 8192 (docs/PERFORMANCE.md, row 105).
+  int64_t heads_per_task = 0;
   /// Fusion groups left out, each as its comma-separated op names in any order ("rope,kv_append"):
   /// a fusion's gain measured in the same run as the default (amk-bench --drop-fusion).
   std::vector<std::string> drop_fusion;
@@ -52,7 +53,7 @@ bool is_builtin_fusion_group(const std::string& text);
 int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq);
 
 /// The query heads per attention task the preset gives `model`.
-int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model);
+int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq);
 
 /// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on a target with `num_sms`
 /// SMs (>= 1) and a KV cache of `max_seq` rows.

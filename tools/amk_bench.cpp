@@ -279,12 +279,12 @@ int main(int argc, char** argv) {
           ->capture_default_str(),
       decode
           ->add_option("--kv-partitions", dopt.tiling.kv_partitions,
-                       "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, at most 4)")
+                       "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, 8 past 6144 rows)")
           ->check(knob_range("kv_partitions"))
           ->capture_default_str(),
       decode
           ->add_option("--heads-per-task", dopt.tiling.heads_per_task,
-                       "built-in schedule: query heads per attention task")
+                       "built-in schedule: query heads per attention task (0 = 1, or 2 at 8 partitions)")
           ->check(knob_range("heads_per_task"))
           ->capture_default_str(),
       decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,

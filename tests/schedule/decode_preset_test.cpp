@@ -55,15 +55,25 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(j["tiling"]["down_proj"]["N_tile"] == 16);
   // vocab 128256 over 132 SMs: 972 rows per SM.
   CHECK(j["tiling"]["lm_head"]["N_tile"] == 972);
-  CHECK(j["tiling"]["attention"]["kv_partitions"] == 4);  // max_seq 8192: one per 2048 rows
-  CHECK(j["tiling"]["attention"]["heads_per_task"] == 1);
+  // max_seq 8192: past 6144 rows, 8 partitions of two query heads (GQA group 4).
+  CHECK(j["tiling"]["attention"]["kv_partitions"] == 8);
+  CHECK(j["tiling"]["attention"]["heads_per_task"] == 2);
+  // Up to 6144 rows one partition per 2048, one head a task.
+  for (const auto& [max_seq, parts] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2048, 1}, {2049, 2}, {6144, 3}, {6145, 8}}) {
+    INFO("max_seq " << max_seq);
+    CHECK(schedule::decode_preset_kv_partitions(tiling, max_seq) == parts);
+    CHECK(schedule::decode_preset_heads_per_task(tiling, *model, max_seq) == (parts == 8 ? 2 : 1));
+  }
   schedule::DecodePreset grouped = tiling;
   grouped.heads_per_task = 4;  // given: as given, within [1, n_heads]
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, grouped))["tiling"]["attention"]["heads_per_task"] == 4);
   grouped.heads_per_task = 1000;
-  CHECK(schedule::decode_preset_heads_per_task(grouped, *model) == 32);
+  CHECK(schedule::decode_preset_heads_per_task(grouped, *model, 8192) == 32);
+  grouped.heads_per_task = 1;  // one head a task at 8 partitions too when asked
+  CHECK(schedule::decode_preset_heads_per_task(grouped, *model, 8192) == 1);
+  grouped.kv_partitions = 8;  // explicit 8 partitions: auto heads pair up as well
   grouped.heads_per_task = 0;
-  CHECK(schedule::decode_preset_heads_per_task(grouped, *model) == 1);
+  CHECK(schedule::decode_preset_heads_per_task(grouped, *model, 256) == 2);
 
   schedule::DecodePreset plain = tiling;
   plain.lm_head_tiles_per_sm = 0;  // the LM head tiled like the rest
@@ -71,7 +81,7 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(k["tiling"]["lm_head"]["N_tile"] == 64);
   CHECK(k["tiling"]["attention"]["kv_partitions"] == 1);
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 4);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 8);
   plain.kv_partitions = 4;  // given: whatever max_seq says
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
 }

@@ -52,7 +52,7 @@ TEST_CASE("tune space: the built-in space starts at the preset and fits the mode
     CHECK(bench::tune_label(*applied) == "default");
   }
   CHECK(axis(big, "kv_partitions")->values == std::vector<json>{0, 1, 2, 4, 8});
-  CHECK(axis(big, "heads_per_task")->values == std::vector<json>{1, 2, 4});
+  CHECK(axis(big, "heads_per_task")->values == std::vector<json>{0, 1, 2, 4});
   CHECK(axis(big, "sm_assignment")->values.size() == 3);
   // Every fusion group is left out once, and [] (all on) comes first.
   CHECK(axis(big, "drop_fusion")->values.size() == 8);
@@ -97,7 +97,7 @@ TEST_CASE("tune space: bad space files are refused naming the axis and the eleme
   CHECK_THAT(refusal(R"({"tiles_per_stage": 2})"), Contains("space.json: tiles_per_stage: must be a non-empty array"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": []})"), Contains("tiles_per_stage: must be a non-empty array"));
   CHECK_THAT(refusal(R"({"kv_partitions": [1, 2, 9]})"), Contains("space.json: kv_partitions[2]: 9 is not in [0, 8]"));
-  CHECK_THAT(refusal(R"({"heads_per_task": [0]})"), Contains("heads_per_task[0]: 0 is not in [1, 1024]"));
+  CHECK_THAT(refusal(R"({"heads_per_task": [-1]})"), Contains("heads_per_task[0]: -1 is not in [0, 1024]"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": [1.5]})"), Contains("tiles_per_stage[0]: 1.5 is not an integer"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": ["2"]})"), Contains("tiles_per_stage[0]: \"2\" is not an integer"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": [1, 2, 1]})"), Contains("tiles_per_stage[2]: 1 is listed twice"));

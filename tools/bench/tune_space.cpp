@@ -25,7 +25,7 @@ constexpr IntKnob kIntKnobs[] = {
     {"lm_head_tiles_per_sm", 0, 1024, &DecodePreset::lm_head_tiles_per_sm},
     {"argmax_tiles_per_sm", 0, 64, &DecodePreset::argmax_tiles_per_sm},
     {"kv_partitions", 0, 8, &DecodePreset::kv_partitions},
-    {"heads_per_task", 1, 1024, &DecodePreset::heads_per_task},
+    {"heads_per_task", 0, 1024, &DecodePreset::heads_per_task},
     {"tile_kib", 0, 65536, &DecodePreset::tile_kib},
     {"tiles_per_sm", 1, 1024, &DecodePreset::tiles_per_sm},
 };
@@ -148,9 +148,10 @@ TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq
   for (int64_t p = 1; p <= 8; p *= 2)
     if (p == 1 || max_seq / p >= 256) kv.values.emplace_back(p);
   space.axes.push_back(kv);
-  // Query heads per attention task: 1, 2, ..., up to the GQA group (one K / V pass per group).
+  // Query heads per attention task: 0 (the preset's choice), 1, 2, ..., up to the GQA group (one
+  // K / V pass per group).
   const int64_t group = model.num_key_value_heads > 0 ? model.num_attention_heads / model.num_key_value_heads : 1;
-  TuneAxis heads{"heads_per_task", {1}};
+  TuneAxis heads{"heads_per_task", {0, 1}};
   for (int64_t h = 2; h <= std::max<int64_t>(group, 1); h *= 2) heads.values.emplace_back(h);
   space.axes.push_back(heads);
   TuneAxis policy{"sm_assignment", {"stage_balance"}};
