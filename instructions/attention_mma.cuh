@@ -109,8 +109,10 @@ AMK_DEVICE uint32_t word(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ?
 /// K / V contiguous with 16-byte aligned rows. Whole block.
 template <int DT, int HD>
 AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t h0, int nh, const DeviceCtx& ctx) {
-  constexpr int kChunksK = HD / 32;  // a lane's 16-byte chunks of a key row (and of a q row)
-  constexpr int kChunksV = HD / 64;  // a lane's 16-byte chunks of a value row
+  // A row is HD / 8 chunks of 16 bytes: K's (and q's) are dealt over a quad's 4 lanes, V's over
+  // the 8 quads.
+  constexpr int kChunksK = HD / (8 * 4);  // a lane's 16-byte chunks of a key row (and of a q row)
+  constexpr int kChunksV = HD / (8 * 8);  // a lane's 16-byte chunks of a value row
   constexpr int kSteps = HD / 16;    // k-steps of the scores
   constexpr int kTiles = HD / 8;     // n-tiles of the output
   // head_dim 128: V's loads wait for the scores (K, V, q and acc at once would spill 364 bytes
