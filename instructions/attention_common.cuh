@@ -43,7 +43,9 @@ AMK_DEVICE void attention_merge_store(const AttentionTileArgs& a, int64_t h, con
 }
 
 /// attention_merge_store for the heads [h0, h0 + nh) at once: their per-warp states in s_parts
-/// ([nh][nw][hd + 2]), one barrier for all of them. Whole block.
+/// ([nh][nw][hd + 2]), one barrier for all of them. Whole block. The weighting repeats
+/// attention_merge_store's on purpose: one helper for both moved ptxas' allocation of the whole
+/// kernel (its own spill stores 64 -> 152 B, sm_90a; row 104: such spills slow every stage).
 AMK_DEVICE void attention_merge_store_heads(const AttentionTileArgs& a, int64_t h0, int nh, const float* s_parts) {
   const int64_t hd = a.head_dim, row = hd + 2;
   const int nw = compute_warps();

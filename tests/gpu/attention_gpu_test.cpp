@@ -22,31 +22,37 @@ using ir::Opcode;
 
 namespace {
 
-/// q heads of `group` per KV head over 2 KV heads, a cache of S rows (and an F32 bias over it when
-/// `bias`), the heads split over two tasks on two workers; the window follows the step (STEP_KV).
-ir::Program two_task_attention(int64_t hd, int64_t group, DType dt, int64_t S, bool bias) {
-  const int64_t n_kv = 2, n_heads = n_kv * group;
+/// n_kv KV heads of `group` q heads each over a cache of S rows (and an F32 bias over it when
+/// `bias`), one task per head range in `bounds` ([bounds[i], bounds[i + 1]) on worker i); the
+/// window follows the step (STEP_KV).
+ir::Program ranged_attention(int64_t hd, int64_t n_kv, int64_t group, DType dt, int64_t S,
+                             const std::vector<int64_t>& bounds, bool bias = false) {
+  const int64_t n_heads = n_kv * group;
   gputest::ProgramBuilder b;
   const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
   const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
   const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-  const int bs = b.buffer("bias", BufferKind::IoInput, DType::F32, {S});
   const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
-  for (int t = 0; t < 2; ++t) {
-    std::vector<int> in = {q, k, v};
-    if (bias) in.push_back(bs);
-    ir::Task& a = b.task(Opcode::AttentionTile, in, {out}, t, "attn.h" + std::to_string(t));
+  std::vector<int> in = {q, k, v};
+  if (bias) in.push_back(b.buffer("bias", BufferKind::IoInput, DType::F32, {S}));
+  for (size_t t = 0; t + 1 < bounds.size(); ++t) {
+    ir::Task& a = b.task(Opcode::AttentionTile, in, {out}, static_cast<int>(t), "attn.t" + std::to_string(t));
     a.params.set("head_dim", hd);
     a.params.set("n_heads", n_heads);
     a.params.set("n_kv_heads", n_kv);
     a.params.set("kv_start", int64_t{0});
     a.params.set("kv_len", S);
     a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
-    a.params.set("n_off", t * n_heads / 2);
-    a.params.set("N_tile", n_heads / 2);
+    a.params.set("n_off", bounds[t]);
+    a.params.set("N_tile", bounds[t + 1] - bounds[t]);
     a.params.set("flags", ir::kFlagStepKv);
   }
   return b.p;
+}
+
+/// q heads of `group` per KV head over 2 KV heads, the heads split over two tasks.
+ir::Program two_task_attention(int64_t hd, int64_t group, DType dt, int64_t S, bool bias) {
+  return ranged_attention(hd, 2, group, dt, S, {0, group, 2 * group}, bias);
 }
 
 }  // namespace
@@ -71,30 +77,6 @@ TEST_CASE("gpu ATTENTION_TILE matches the CPU reference (GQA, head_dim, dtypes)"
 }
 
 namespace {
-
-/// 3 KV heads of `group` q heads each over a cache of S rows, one task per head range in
-/// `bounds` ([bounds[i], bounds[i + 1]) on worker i): ranges that start and end inside a KV head.
-ir::Program ranged_attention(int64_t hd, int64_t group, DType dt, int64_t S, const std::vector<int64_t>& bounds) {
-  const int64_t n_kv = 3, n_heads = n_kv * group;
-  gputest::ProgramBuilder b;
-  const int q = b.buffer("q", BufferKind::IoInput, dt, {n_heads * hd});
-  const int k = b.buffer("k_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-  const int v = b.buffer("v_cache", BufferKind::KvCache, dt, {S, n_kv * hd});
-  const int out = b.buffer("out", BufferKind::IoOutput, dt, {n_heads * hd});
-  for (size_t t = 0; t + 1 < bounds.size(); ++t) {
-    ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {out}, static_cast<int>(t), "attn.t" + std::to_string(t));
-    a.params.set("head_dim", hd);
-    a.params.set("n_heads", n_heads);
-    a.params.set("n_kv_heads", n_kv);
-    a.params.set("kv_start", int64_t{0});
-    a.params.set("kv_len", S);
-    a.params.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
-    a.params.set("n_off", bounds[t]);
-    a.params.set("N_tile", bounds[t + 1] - bounds[t]);
-    a.params.set("flags", ir::kFlagStepKv);
-  }
-  return b.p;
-}
 
 /// Random in [-1, 1) for every buffer, but the cache rows past `pos` (outside the STEP_KV window)
 /// are NaN: a kernel that reads them, even to multiply by a zero weight, poisons its output.
@@ -132,7 +114,7 @@ TEST_CASE("gpu ATTENTION_TILE head ranges across KV heads and groups over 8 matc
           const std::vector<int64_t> bounds = group == 4 ? std::vector<int64_t>{0, 5, 7, 12}
                                                          : std::vector<int64_t>{0, 5, 8, 17, 36};
           INFO("head_dim " << hd << " dtype " << ir::dtype_name(dt) << " group " << group << " pos " << pos);
-          const ir::Program p = ranged_attention(hd, group, dt, 300, bounds);
+          const ir::Program p = ranged_attention(hd, 3, group, dt, 300, bounds);
           gputest::CompareOptions o;
           o.pos = pos;
           o.fill = poison_rows_after(p, pos);
