@@ -103,8 +103,8 @@ AMK_DEVICE uint4 pack16(const float* f) {
 /// Word w (0-3) of a 16-byte vector.
 AMK_DEVICE uint32_t word(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w; }
 
-/// The query heads [h0, h0 + nh) of one KV head (nh <= kMmaHeads), each written through
-/// attention_merge_store. ROPE_ATTENTION's q rows come rotated from rope_fresh_prologue (all nh
+/// The query heads [h0, h0 + nh) of one KV head (nh <= kMmaHeads), merged and stored by
+/// attention_merge_store_heads (head by head when the work area is too small). ROPE_ATTENTION's q rows come rotated from rope_fresh_prologue (all nh
 /// in one round trip), else from a.q. Preconditions (attention_mma_ok): K, V and q of dtype DT,
 /// K / V contiguous with 16-byte aligned rows. Whole block.
 template <int DT, int HD>
@@ -119,14 +119,15 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
   // inside the loop; ptxas, sm_90a), a round trip more per 16 keys.
   constexpr bool kLateV = HD > 64;
   // -DAMK_ATTN_MMA_PREFETCH (head_dim 64): each warp issues its next block's loads before adding
-  // the current one (a build-ab variant until measured).
+  // the current one (a build-ab variant: it spills 512 B in the loop, never run; row 104).
 #ifdef AMK_ATTN_MMA_PREFETCH
   constexpr bool kPrefetch = !kLateV;
 #else
   constexpr bool kPrefetch = false;
 #endif  // AMK_ATTN_MMA_PREFETCH
   // -DAMK_ATTN_MMA_BLOCKS=n (head_dim 64): n blocks of 16 keys a load round per warp, so n times
-  // the bytes in flight and 1 / n the round trips of a task (a build-ab variant until measured).
+  // the bytes in flight and 1 / n the round trips of a task (a build-ab variant: at n = 2 the
+  // persistent kernel's own code spilled and every stage slowed by ~8%; row 104).
 #ifdef AMK_ATTN_MMA_BLOCKS
   constexpr int kBlocks = kLateV ? 1 : AMK_ATTN_MMA_BLOCKS;
 #else
