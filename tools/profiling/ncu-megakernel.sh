@@ -8,13 +8,16 @@
 #
 # usage: tools/profiling/ncu-megakernel.sh BENCH_BINARY [amk-bench decode args...]
 #   e.g. tools/profiling/ncu-megakernel.sh /tmp/b1/tools/amk-bench --model tests/fixtures/configs/llama-3.2-1b.json
-# env:   OUT (where the outputs go; default ./ncu-out), NCU_SKIP (launches skipped first, default 3)
+# env:   OUT (where the outputs go; default ./ncu-out), NCU_SKIP (launches skipped first, default
+#        10: amk-bench decode's 8 correctness-check steps run at positions 0-7 before the timed
+#        steps at --ctx, so a smaller skip profiles a check step with a few keys, not the context
+#        asked for; docs/PERFORMANCE.md row 107)
 set -u -o pipefail
 BENCH="$(realpath "$1")"  # absolute: the disassembly step runs in a temporary directory
 shift
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DEST="${OUT:-ncu-out}"
-SKIP="${NCU_SKIP:-3}"
+SKIP="${NCU_SKIP:-10}"
 mkdir -p "$DEST"
 export PATH="/usr/local/cuda/bin:$PATH"
 
