@@ -148,11 +148,13 @@ TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq
   for (int64_t p = 1; p <= 8; p *= 2)
     if (p == 1 || max_seq / p >= 256) kv.values.emplace_back(p);
   space.axes.push_back(kv);
-  // Query heads per attention task: 0 (the preset's choice), 1, 2, ..., up to the GQA group (one
-  // K / V pass per group).
+  // Query heads per attention task: 0 (the preset's choice), then 1, 2, ..., up to the GQA group
+  // (one K / V pass per group) but for the count 0 already gives at this max_seq.
   const int64_t group = model.num_key_value_heads > 0 ? model.num_attention_heads / model.num_key_value_heads : 1;
-  TuneAxis heads{"heads_per_task", {0, 1}};
-  for (int64_t h = 2; h <= std::max<int64_t>(group, 1); h *= 2) heads.values.emplace_back(h);
+  const int64_t preset_heads = schedule::decode_preset_heads_per_task(schedule::DecodePreset{}, model, max_seq);
+  TuneAxis heads{"heads_per_task", {0}};
+  for (int64_t h = 1; h <= std::max<int64_t>(group, 1); h *= 2)
+    if (h != preset_heads) heads.values.emplace_back(h);
   space.axes.push_back(heads);
   TuneAxis policy{"sm_assignment", {"stage_balance"}};
   for (const char* p : schedule::kSmPolicies)
