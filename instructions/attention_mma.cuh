@@ -118,13 +118,6 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
   // head_dim 128: V's loads wait for the scores (K, V, q and acc at once would spill 364 bytes
   // inside the loop; ptxas, sm_90a), a round trip more per 16 keys.
   constexpr bool kLateV = HD > 64;
-  // -DAMK_ATTN_MMA_PREFETCH (head_dim 64): each warp issues its next block's loads before adding
-  // the current one (a build-ab variant: it spills 512 B in the loop, never run; row 104).
-#ifdef AMK_ATTN_MMA_PREFETCH
-  constexpr bool kPrefetch = !kLateV;
-#else
-  constexpr bool kPrefetch = false;
-#endif  // AMK_ATTN_MMA_PREFETCH
   // -DAMK_ATTN_MMA_BLOCKS=n (head_dim 64): n blocks of 16 keys a load round per warp, so n times
   // the bytes in flight and 1 / n the round trips of a task (a build-ab variant: at n = 2 the
   // persistent kernel's own code spilled and every stage slowed by ~8%; row 104).
@@ -241,38 +234,18 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
       mma_rows8<DT>(acc[j], p_small[0], p_small[1], b_lo, b_hi);
     }
   };
-  if constexpr (kPrefetch) {
-    // The next block's loads are in flight while this one is added (two blocks of registers).
-    const int64_t stride = 16 * static_cast<int64_t>(nw);
-    Block cur;
-    int64_t jb = a.j_begin + 16 * static_cast<int64_t>(warp);
-    if (jb < end) {
-      load_k(jb, cur);
-      load_v(jb, cur);
-    }
-    for (; jb < end; jb += stride) {
-      Block next = cur;
-      if (jb + stride < end) {
-        load_k(jb + stride, next);
-        load_v(jb + stride, next);
-      }
-      add_block(jb, cur);
-      cur = next;
-    }
-  } else {
-    // kBlocks consecutive blocks a round per warp, all their loads issued before the first is added.
-    const int64_t stride = 16 * static_cast<int64_t>(kBlocks) * nw;
-    for (int64_t jb = a.j_begin + 16 * static_cast<int64_t>(kBlocks) * warp; jb < end; jb += stride) {
-      Block b[kBlocks];
+  // kBlocks consecutive blocks a round per warp, all their loads issued before the first is added.
+  const int64_t stride = 16 * static_cast<int64_t>(kBlocks) * nw;
+  for (int64_t jb = a.j_begin + 16 * static_cast<int64_t>(kBlocks) * warp; jb < end; jb += stride) {
+    Block b[kBlocks];
 #pragma unroll
-      for (int u = 0; u < kBlocks; ++u) {
-        load_k(jb + 16 * u, b[u]);
-        if constexpr (!kLateV) load_v(jb + 16 * u, b[u]);
-      }
-#pragma unroll
-      for (int u = 0; u < kBlocks; ++u)
-        if (jb + 16 * u < end) add_block(jb + 16 * u, b[u]);  // warp-uniform
+    for (int u = 0; u < kBlocks; ++u) {
+      load_k(jb + 16 * u, b[u]);
+      if constexpr (!kLateV) load_v(jb + 16 * u, b[u]);
     }
+#pragma unroll
+    for (int u = 0; u < kBlocks; ++u)
+      if (jb + 16 * u < end) add_block(jb + 16 * u, b[u]);  // warp-uniform
   }
   l += gpu::shfl_xor(l, 1);
   l += gpu::shfl_xor(l, 2);
