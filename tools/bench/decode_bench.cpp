@@ -4,6 +4,7 @@
 #include "tools/bench/decode_bench.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -75,6 +76,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
       build_decode_rig(*model, *target, *cfg, max_seq, o.seed, o.baseline);
   if (!built) return fail(bench_exit_code(built.status().code()), built.status().message());
   DecodeRig& amk = **built;
+  amk.watchdog = std::chrono::milliseconds(o.watchdog_ms);
   const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*amk.exec);
 
   Result<CopyBandwidth> bw = measure_copy_bandwidth();

@@ -26,6 +26,7 @@ struct DecodeBenchOptions {
   bool json = false;
   bool profile = false;                ///< one traced launch per ctx, summarized
   std::string trace_out;               ///< Chrome trace of the profiled launches (implies profile)
+  int watchdog_ms = 30000;             ///< per-launch deadline (a profiler replaying launches needs more)
   schedule::DecodePreset tiling;       ///< the built-in schedule (the gpu-decode preset)
 };
 

@@ -38,6 +38,7 @@ Status DecodeRig::step(int32_t token, int32_t pos, int32_t* next, double* device
   if (!s) return s;
   vm::LaunchOptions lo;
   lo.trace = trace;
+  lo.deadline = watchdog;
   vm::LaunchStats st;
   s = exec->launch(pos, lo, &st);
   if (!s) return s;

@@ -22,10 +22,12 @@ mkdir -p "$DEST"
 export PATH="/usr/local/cuda/bin:$PATH"
 
 # Clock control off: the stall mix should be the one a normal run has, not at locked base clocks.
+# The watchdog is raised: ncu replays the profiled launch ~20 times, past amk-bench's 30-s default
+# (which made amk-bench exit 3 after a whole report, docs/PERFORMANCE.md row 111).
 ncu --clock-control none -k regex:amk_persistent_kernel --launch-skip "$SKIP" --launch-count 1 \
   --section SourceCounters --section WarpStateStats --section SpeedOfLight --section LaunchStats \
   --section MemoryWorkloadAnalysis --section InstructionStats --import-source no \
-  -f -o "$DEST/prof" "$BENCH" decode --tokens 5 "$@" >"$DEST/ncu-run.log" 2>&1
+  -f -o "$DEST/prof" "$BENCH" decode --tokens 5 --watchdog-ms 3600000 "$@" >"$DEST/ncu-run.log" 2>&1
 echo "ncu exit $? ($(tail -n 2 "$DEST/ncu-run.log" | tr '\n' ' '))"
 ncu -i "$DEST/prof.ncu-rep" --page details >"$DEST/details.txt" 2>&1
 ncu -i "$DEST/prof.ncu-rep" --page source --csv --print-source sass >"$DEST/sass.csv" 2>&1
