@@ -89,10 +89,9 @@ AMK_DEVICE float* fresh_rows(const AttentionTileArgs& a, const DeviceCtx& ctx) {
 /// q's dtype; rows past the first overlap s_part, which is written only after the key loop) and,
 /// when the window holds p, the fresh rows k = rope(k_new_g) and v = v_new_g rounded to the
 /// cache's dtypes. One element per thread, every load of the block issued before any is used: one
-/// round trip. Its own function so
-/// that its sin / cos (the accurate ones, as ROPE) take no registers from the attention loops
-/// (inlined, the kernel spilled 300 bytes more and every stage slowed). Whole block; ends with a
-/// barrier.
+/// round trip. Its own function so that its sin / cos (the accurate ones, as ROPE) take no
+/// registers from the attention loops (inlined, the kernel spilled 300 bytes more and every stage
+/// slowed). Whole block; ends with a barrier.
 ///
 /// With contiguous operands and an F32 table (every lowered program) the operands' pointers and
 /// dtypes are read from the shared Args into registers once, before any shared store: through

@@ -104,9 +104,10 @@ AMK_DEVICE uint4 pack16(const float* f) {
 AMK_DEVICE uint32_t word(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w; }
 
 /// The query heads [h0, h0 + nh) of one KV head (nh <= kMmaHeads), merged and stored by
-/// attention_merge_store_heads (head by head when the work area is too small). ROPE_ATTENTION's q rows come rotated from rope_fresh_prologue (all nh
-/// in one round trip), else from a.q. Preconditions (attention_mma_ok): K, V and q of dtype DT,
-/// K / V contiguous with 16-byte aligned rows. Whole block.
+/// attention_merge_store_heads (head by head when the work area is too small). ROPE_ATTENTION's
+/// q rows come rotated from rope_fresh_prologue (all nh in one round trip), else from a.q.
+/// Preconditions (attention_mma_ok): K, V and q of dtype DT, K / V contiguous with 16-byte
+/// aligned rows. Whole block.
 template <int DT, int HD>
 AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t h0, int nh, const DeviceCtx& ctx) {
   // A row is HD / 8 chunks of 16 bytes: K's (and q's) are dealt over a quad's 4 lanes, V's over

@@ -55,8 +55,7 @@ int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConf
   // decode is latency-bound); two (of one KV head) at 8 partitions, which keeps the attention
   // tasks at one per SM and reads each K / V row once for both (the tensor-core path runs a KV
   // head's query heads in one pass; row 105).
-  const int64_t group = model.num_key_value_heads > 0 ? model.num_attention_heads / model.num_key_value_heads : 1;
-  return decode_preset_kv_partitions(preset, max_seq) >= kMaxKvPartitions && group % 2 == 0 ? 2 : 1;
+  return decode_preset_kv_partitions(preset, max_seq) >= kMaxKvPartitions && model.gqa_group() % 2 == 0 ? 2 : 1;
 }
 
 std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {

@@ -39,8 +39,8 @@ struct ModelConfig {
 
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
-  /// Query heads per KV head (the GQA group size).
-  int64_t gqa_group() const { return num_attention_heads / num_key_value_heads; }
+  /// Query heads per KV head (the GQA group size); 1 for a config without KV heads (unchecked).
+  int64_t gqa_group() const { return num_key_value_heads > 0 ? num_attention_heads / num_key_value_heads : 1; }
 };
 
 /// Parse and check config.json text. `origin` (a file name) prefixes every error message, which

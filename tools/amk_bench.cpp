@@ -293,12 +293,12 @@ int main(int argc, char** argv) {
   };
   for (CLI::Option* knob : preset_knobs) knob->excludes(schedule);
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");
+  decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
   decode
       ->add_option("--watchdog-ms", dopt.watchdog_ms,
                    "per-launch deadline; raise it under a profiler that replays each launch (ncu)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  decode->add_option("--trace", dopt.trace_out, "write the profiled launches as a Chrome trace");
   decode->add_flag("--json", json, "machine-readable output");
   auto* tune = app.add_subcommand("tune", "search the built-in schedule's knobs on the GPU; write the fastest checked one");
   amk::bench::TuneBenchOptions topt;

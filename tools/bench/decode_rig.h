@@ -29,7 +29,7 @@ struct DecodeRig {
   std::unique_ptr<DecodeBaseline> base;  ///< null with baseline "none"
   int64_t weight_bytes = 0;
   int64_t max_seq = 0;  ///< KV cache rows
-  std::chrono::milliseconds watchdog{30000};  ///< each launch's deadline (vm::LaunchOptions)
+  std::chrono::milliseconds watchdog = vm::LaunchOptions{}.deadline;  ///< each launch's deadline
 
   /// One launch: `token` at `pos`; the next token into `*next`, the device time into `*device_us`.
   Status step(int32_t token, int32_t pos, int32_t* next, double* device_us, vm::LaunchTrace* trace = nullptr);

@@ -150,7 +150,7 @@ TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq
   space.axes.push_back(kv);
   // Query heads per attention task: 0 (the preset's choice), then 1, 2, ..., up to the GQA group
   // (one K / V pass per group) but for the count 0 already gives at this max_seq.
-  const int64_t group = model.num_key_value_heads > 0 ? model.num_attention_heads / model.num_key_value_heads : 1;
+  const int64_t group = model.gqa_group();
   const int64_t preset_heads = schedule::decode_preset_heads_per_task(schedule::DecodePreset{}, model, max_seq);
   TuneAxis heads{"heads_per_task", {0}};
   for (int64_t h = 1; h <= std::max<int64_t>(group, 1); h *= 2)
