@@ -78,3 +78,23 @@ TEST_CASE("stream chunking: rows per chunk and the last chunk's rows", "[instruc
   CHECK(gemv_stream_chunking(4100, 10, 65536).rows_per_chunk == 0);
   CHECK(gemv_stream_chunking(4096, 0, 65536).rows_per_chunk == 0);
 }
+
+TEST_CASE("stream chunking: the 32-bit path and the 64-bit one agree at their border", "[instructions]") {
+  // Figures up to INT32_MAX take 32-bit divisions (cheap on the GPU), larger ones 64-bit: the same
+  // arithmetic on either side of the border.
+  const int64_t big = INT32_MAX;
+  auto c = gemv_stream_chunking(4096, big, 65536);  // 32-bit: 2^31 - 1 = 16 * 134217727 + 15
+  CHECK(c.rows_per_chunk == 16);
+  CHECK(c.last_rows == 15);
+  c = gemv_stream_chunking(4096, big + 1, 65536);  // 64-bit: 2^31 = 16 * 2^27
+  CHECK(c.rows_per_chunk == 16);
+  CHECK(c.last_rows == 16);
+  c = gemv_stream_chunking(4096, big + 2, 65536);
+  CHECK(c.last_rows == 1);
+  c = gemv_stream_chunking(16, 7, big + 1);  // a chunk past 2 GiB: 64-bit, 2^27 rows of 16 bytes
+  CHECK(c.rows_per_chunk == int64_t{1} << 27);
+  CHECK(c.last_rows == 7);
+  c = gemv_stream_chunking(16, 7, big);  // 32-bit: 2^27 - 1 whole rows (15 bytes left over)
+  CHECK(c.rows_per_chunk == (int64_t{1} << 27) - 1);
+  CHECK(c.last_rows == 7);
+}

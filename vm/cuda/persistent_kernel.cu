@@ -52,6 +52,10 @@ struct TaskSlot {
   amk_instruction_t inst;
   WeightStreamEntry entry;  ///< its share of the weight stream (bytes 0: none)
   int32_t stop;             ///< 0: run it; > 0: an error code for it; -1: the launch is abandoned
+  /// A streamed task (entry.bytes > 0), checked by the loader when it staged it (check_streamed):
+  /// 0 or the error code the compute warps report, and its rows per chunk.
+  int32_t stream_rc;
+  int32_t rows_per_chunk;
   /// Its host-decoded operands (instructions/task_blob.h).
   alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
 };
@@ -285,38 +289,69 @@ struct StreamProducer {
   }
 };
 
-/// Run a streamed GEMV-like task from its host-decoded `plan`: stage x, then consume its chunks
-/// in order, telling the loader of each freed slot. `consumed` is the compute warps' count of
-/// consumed chunks (every compute thread keeps the same value).
 #ifdef AMK_EAGER_RING_FREE
 inline constexpr bool kDeferLastRingFree = false;
 #else
 inline constexpr bool kDeferLastRingFree = true;
 #endif  // AMK_EAGER_RING_FREE
 
-__device__ int32_t run_streamed(const instructions::GemvPlan& plan, const WeightStreamEntry& e, const DeviceCtx& ctx,
-                                const RingView& ring, float (*part)[instructions::kStreamPartials],
-                                int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
+/// Whether the streamed task staged in `slot` may run: its blob is a GemvPlan the host decoded
+/// (upload_task_blobs) and its chunks fit this code's own limits (the host admitted the task with
+/// gemv_stream_chunk_bytes; these checks do not trust it). Sets slot.stream_rc (0 or
+/// AMK_DEVERR_BAD_PARAMS) and slot.rows_per_chunk. The loader runs it when it stages the task,
+/// ahead of the compute warps: at the head of the task it was a chain of ~150 dependent scalar
+/// instructions and shared loads, 0.74 us of a gate / up task's 2.3 us head on the H200
+/// (docs/PERFORMANCE.md row 114), on the critical path of every GEMV stage. One thread.
+__device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
+  slot.stream_rc = AMK_DEVERR_BAD_PARAMS;
+  slot.rows_per_chunk = 0;
+  const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(slot.blob);
+  if (args.blobs == nullptr || blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value ||
+      blob->op != slot.inst.op)
+    return;
+  const instructions::GemvPlan& plan = *reinterpret_cast<const instructions::GemvPlan*>(blob + 1);
+  const WeightStreamEntry& e = slot.entry;
   const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
-  const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
-  // The host admitted the task (gemv_stream_chunk_bytes); these are this code's own limits.
-  if (row_bytes <= 0 || e.chunk_bytes == 0 || e.chunk_bytes % row_bytes != 0 ||
-      e.chunk_bytes > static_cast<uint32_t>(ring.slot_bytes) || plan.mm.m_end - plan.mm.m_begin != 1 ||
-      plan.mm.K > cap)
-    return AMK_DEVERR_BAD_PARAMS;
+  const int64_t cap = static_cast<int64_t>(args.work_floats) & ~int64_t{7};
+  if (row_bytes <= 0 || e.chunk_bytes == 0 || row_bytes > e.chunk_bytes ||
+      e.chunk_bytes % static_cast<uint32_t>(row_bytes) != 0 || e.chunk_bytes > static_cast<uint32_t>(args.ring_slot_bytes) ||
+      plan.mm.m_end - plan.mm.m_begin != 1 || plan.mm.K > cap)
+    return;
   const instructions::StreamChunking ch =
       instructions::gemv_stream_chunking(row_bytes, plan.mm.n_end - plan.mm.n_begin, e.chunk_bytes);
   const int64_t rows_per_chunk = ch.rows_per_chunk;
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
       !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
-    return AMK_DEVERR_BAD_PARAMS;
+    return;
+  slot.rows_per_chunk = static_cast<int32_t>(rows_per_chunk);
+  slot.stream_rc = AMK_DEVERR_NONE;
+}
+
+/// Run a streamed GEMV-like task from its host-decoded `plan`, which check_streamed admitted with
+/// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
+/// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
+/// same value).
+__device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, const DeviceCtx& ctx,
+                                const RingView& ring, float (*part)[instructions::kStreamPartials],
+                                int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
+#ifdef AMK_TRACE_HEAD  // measurement only (row 114): the first chunk's t_wait stamped at entry (1) or after x staging (3)
+  ChunkTiming* const head_rec = threadIdx.x == 0 ? trace.at(*consumed) : nullptr;
+  if (AMK_TRACE_HEAD == 1 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
+#endif  // AMK_TRACE_HEAD
   const float scale = instructions::gemv_stream_begin(plan, ctx);
+#ifdef AMK_TRACE_HEAD
+  if (AMK_TRACE_HEAD == 3 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
+#endif  // AMK_TRACE_HEAD
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
     const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
     const int32_t c = *consumed;
     ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
+#ifdef AMK_TRACE_HEAD
+    if (rec != nullptr && rec != head_rec) rec->t_wait = gpu::global_timer_ns();
+#else
     if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
+#endif  // AMK_TRACE_HEAD
     ring.wait(c);  // every thread sees the bytes land
     if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
     instructions::gemv_stream_chunk(plan, last ? plan.split_last : plan.split_full, ring.slot(c), n0, scale,
@@ -450,6 +485,9 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
     TaskSlot& slot = s.slot[t % args.staged_tasks];
     stage_task(args, begin + t, slot, lane, gpu::kWarpSize);
     gpu::warp_sync();  // the slot's words, written by every lane, before any lane reads them
+#if AMK_HAVE_BULK_COPY && !defined(AMK_CHECK_STREAM_AT_RUN)
+    if (lane == 0 && slot.entry.bytes > 0) check_streamed(args, slot);  // published with the task
+#endif  // AMK_HAVE_BULK_COPY
     if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
     if (lane == 0) ++ld.staged;
     else s.task_ready[t % args.staged_tasks].arrive();  // lane 0 arrives last, when it publishes
@@ -543,10 +581,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #if AMK_HAVE_BULK_COPY
       if (slot.entry.bytes > 0) {  // the host made this task's blob a GemvPlan (upload_task_blobs)
         const int32_t before = consumed;
-        rc = ctx.blob == nullptr || ctx.blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value
-                 ? AMK_DEVERR_BAD_PARAMS
-                 : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(ctx.blob + 1), slot.entry, ctx, ring,
-                                s.part, &consumed, s.ring_free, chunk_trace);
+#ifdef AMK_CHECK_STREAM_AT_RUN  // A/B: the compute warps check the task themselves, at its head
+        if (threadIdx.x == 0) check_streamed(args, slot);
+        instructions::compute_barrier();
+#endif  // AMK_CHECK_STREAM_AT_RUN
+        rc = slot.stream_rc != AMK_DEVERR_NONE
+                 ? slot.stream_rc
+                 : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(slot.blob + sizeof(instructions::TaskBlobHeader)),
+                                slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
         if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
       } else
 #endif  // AMK_HAVE_BULK_COPY
