@@ -136,8 +136,10 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
   const char* kbase = static_cast<const char*>(a.k.ptr) + g * HD * kEsize;
   const char* vbase = static_cast<const char*>(a.v.ptr) + g * HD * kEsize;
   const bool q_in_smem = a.rope_fresh;
+  AMK_PROBE(3, ctx);
   compute_barrier();  // the previous pass's merge has read s_part, which the q rows overlap
   if (q_in_smem) rope_fresh_prologue(a, h0, nh, ctx);  // ends with a barrier
+  AMK_PROBE(4, ctx);
 
   // q: lane (gq, tq) holds head h0 + gq's chunks tq + 4i, which are its A words of every k-step.
   uint4 qc[kChunksK];
@@ -250,6 +252,7 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
   }
   l += gpu::shfl_xor(l, 1);
   l += gpu::shfl_xor(l, 2);
+  AMK_PROBE(5, ctx);  // warp 0's loop
 
   // The per-warp states [acc, m, l] of the heads into shared memory, then the warps' merge: all
   // heads at once when [nh][nw][hd + 2] fits the work area (one barrier for the task instead of
@@ -275,6 +278,7 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
     if (overlap) compute_barrier();
     if (gq < nh) write_state(s_parts + (static_cast<int64_t>(gq) * nw + warp) * (HD + 2));
     attention_merge_store_heads(a, h0, nh, s_parts);
+    AMK_PROBE(6, ctx);
     return;
   }
   for (int hh = 0; hh < nh; ++hh) {

@@ -246,9 +246,11 @@ AMK_DEVICE void attention_head(const AttentionTileArgs& a, int64_t h, const Devi
 /// ATTENTION_TILE, whole block. BAD_PARAMS for head_dim > kDeviceMaxHeadDim.
 AMK_DEVICE_NOINLINE int32_t attention_tile_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   AttentionTileArgs* const s_args = shared_args<AttentionTileArgs>();  // decoded once per block (decode_once)
+  AMK_PROBE(1, ctx);
   AMK_TRY_DEV(decode_once(
       s_args, ctx, [&](AttentionTileArgs* out) { return decode_attention_tile(p, inst, out); },
       [&](AttentionTileArgs* out) { return bind_attention_tile_step(p, inst, out); }));
+  AMK_PROBE(2, ctx);
   const AttentionTileArgs& a = *s_args;
   if (a.head_dim > kDeviceMaxHeadDim || attention_smem_floats(a.head_dim, compute_warps()) > ctx.work_floats)
     return AMK_DEVERR_BAD_PARAMS;

@@ -44,7 +44,26 @@ struct DeviceCtx {
   float* s_red;         ///< 2 * gpu::kMaxWarps floats for block reductions
   /// The task's host-decoded operands (task_blob.h), in shared memory, or nullptr.
   const TaskBlobHeader* blob = nullptr;
+#ifdef AMK_TRACE_PROBE
+  uint64_t* probe = nullptr;  ///< traced launches: the task's t_wait_begin, which AMK_PROBE overwrites
+#endif  // AMK_TRACE_PROBE
 };
+
+/// -DAMK_TRACE_PROBE=N (measurement only, docs/PERFORMANCE.md row 116): in a traced launch, thread
+/// 0 stamps %globaltimer into the running task's t_wait_begin at the probe point numbered N, so
+/// the trace's wait slice starts there; tools/profiling/probe_offsets.py prints (probe - run
+/// begin) per stage kind. One point per build: every other AMK_PROBE compiles to nothing.
+#ifdef AMK_TRACE_PROBE
+#define AMK_PROBE(n, ctx)                                                              \
+  do {                                                                                 \
+    if (AMK_TRACE_PROBE == (n) && threadIdx.x == 0 && (ctx).probe != nullptr)          \
+      *(ctx).probe = gpu::global_timer_ns();                                           \
+  } while (0)
+#else
+#define AMK_PROBE(n, ctx) \
+  do {                    \
+  } while (0)
+#endif  // AMK_TRACE_PROBE
 
 /// Block-shared storage for one `Args` (one buffer per Args type; micro-kernels of a block run one
 /// at a time). Raw bytes, because neither nvcc nor clang allow a __shared__ object whose type has

@@ -4,7 +4,7 @@
 # variant) alternated AMK_ROUNDS times (1B ctx 128 every round, 8B in the first AMK_ROUNDS_8B),
 # unchecked ones (--baseline none) of AMK_NOCHECK (variants whose results are wrong on purpose),
 # and one traced 1B decode of each variant of AMK_TRACE (default: every variant) summarised by
-# chunk_timeline.py, stage_runs.py and trace_stages.py; with AMK_TEST=variant, that variant's
+# chunk_timeline.py, stage_runs.py, trace_stages.py and probe_offsets.py; with AMK_TEST=variant, that variant's
 # [gpu] tests (AMK_AB_TEST_FILTER) last. Logs and gzipped traces under $OUT/l; a table last.
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -42,9 +42,11 @@ for v in ${AMK_TRACE-${names[*]}}; do
   python3 "$ROOT/tools/profiling/chunk_timeline.py" "$L/trace-$v.json" >"$L/chunks-$v.txt" 2>&1
   python3 "$ROOT/tools/profiling/stage_runs.py" "$L/trace-$v.json" >"$L/runs-$v.txt" 2>&1
   python3 "$ROOT/tools/profiling/trace_stages.py" "$L/trace-$v.json" 100 200 >"$L/stages-$v.txt" 2>&1
+  python3 "$ROOT/tools/profiling/probe_offsets.py" "$L/trace-$v.json" >"$L/probes-$v.txt" 2>&1  # -DAMK_TRACE_PROBE builds
   gzip -f "$L/trace-$v.json"
   echo "== $v"
   cat "$L/chunks-$v.txt"
+  head -8 "$L/probes-$v.txt"
 done
 if [ -n "${AMK_TEST:-}" ]; then
   timeout 300 "$ROOT/build-ab-$AMK_TEST/tests/gpu/amk_gpu_tests" "${AMK_AB_TEST_FILTER:-[gpu]}" >"$L/gpu-tests.log" 2>&1

@@ -574,6 +574,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     int32_t rc = slot.stop;
     const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(slot.blob);
     ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == slot.inst.op ? blob : nullptr;
+#ifdef AMK_TRACE_PROBE
+    ctx.probe = rec != nullptr ? &rec->t_wait_begin : nullptr;
+#endif  // AMK_TRACE_PROBE
 #if AMK_HAVE_BULK_COPY
     int32_t free_after_release = -1;  // thread 0: the ring slot of this task's last chunk (run_streamed)
 #endif  // AMK_HAVE_BULK_COPY
