@@ -80,9 +80,10 @@ AMK_DEVICE Args* shared_args() {
 /// A task's operands, once per block, into shared memory (`out`, a __shared__ Args of the calling
 /// micro-kernel). From the host-decoded blob when the kernel supplied one of this Args type: the
 /// whole block copies it (shared to shared) and thread 0 runs `bind(out)`, the step-dependent
-/// part of the decode. Otherwise thread 0 runs the full `decode(out)`. Decoding in every thread
-/// would write the Args (several Tensors, hundreds of bytes) to each thread's local memory.
-/// Returns thread 0's result in every thread.
+/// part of the decode, unless the loader bound the blob already (header.bound). Otherwise thread
+/// 0 runs the full `decode(out)`. Decoding in every thread would write the Args (several
+/// Tensors, hundreds of bytes) to each thread's local memory. Returns thread 0's result (or the
+/// loader's) in every thread.
 template <typename Args, typename Decode, typename Bind>
 AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode, Bind&& bind) {
   __shared__ int32_t s_rc;
@@ -93,6 +94,9 @@ AMK_DEVICE int32_t decode_once(Args* out, const DeviceCtx& ctx, Decode&& decode,
     auto* dst = reinterpret_cast<int32_t*>(out);
     for (int i = static_cast<int>(threadIdx.x); i < static_cast<int>(sizeof(Args) / 4); i += kComputeThreads) dst[i] = src[i];
     compute_barrier();
+    // Bound by the persistent kernel's loader ahead of the compute warps (TaskBlobHeader::bound):
+    // no bind on thread 0 and two barriers fewer (docs/PERFORMANCE.md row 116). Uniform.
+    if (blob->bound != 0) return blob->bound - 1;
     if (threadIdx.x == 0) s_rc = bind(out);
   } else if (threadIdx.x == 0) {
     new (out) Args{};  // shared_args() storage is raw bytes: begin the object's lifetime here

@@ -84,7 +84,11 @@ struct TaskBlobHeader {
   int32_t tag;    ///< TaskBlobTag of the Args that follow, or -1: no blob (decode on the device)
   int32_t op;     ///< the opcode it was decoded for
   int32_t bytes;  ///< sizeof(Args)
-  int32_t reserved;
+  /// 0 as the host writes it. The persistent kernel's loader sets 1 + the return code of the
+  /// step-dependent bind when it binds its staged copy of an AttentionTileArgs ahead of the
+  /// compute warps (vm/cuda/persistent_kernel.cu, prebind_task); the micro-kernel then runs on
+  /// that copy instead of decode_once's.
+  int32_t bound;
 };
 
 /// Bytes per blob: the header and the largest Args, rounded up to 16.

@@ -325,4 +325,25 @@ TEST_CASE("gpu FUSED ROPE_ATTENTION matches the CPU reference and never reads ca
     }
   }
 }
+
+TEST_CASE("gpu FUSED ROPE_ATTENTION at a position past its cache is a device error naming the task",
+          "[gpu][op:fused]") {
+  // The step-dependent bind (window, fresh row) runs in the loader warp when it stages the task
+  // (TaskBlobHeader::bound; -DAMK_NO_PREBIND: in decode_once): its error must still reach the
+  // launch's status with the task, and the executor must stay usable.
+  gputest::require_gpu();
+  std::vector<int> outputs;
+  const ir::Program p = rope_attention(64, 4, DType::BF16, 300, 1, &outputs);
+  auto image = gputest::load(p);
+  auto ex = vm::make_cuda_executor(*image, {});
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  vm::Executor& gpu = **ex;
+  Status st = gpu.launch(300, {}, nullptr);  // the step's key would be cache row 300 of 300
+  INFO(st.message());
+  REQUIRE(st.code() == StatusCode::DeviceError);
+  CHECK_THAT(st.message(), Catch::Contains("rope_attn.p0"));
+  CHECK_THAT(st.message(), Catch::Contains("INDEX_OUT_OF_RANGE"));
+  for (int32_t pos : {299, 0, 150}) CHECK(gpu.launch(pos, {}, nullptr).is_ok());
+}
 #endif  // AMK_GPU_TESTS

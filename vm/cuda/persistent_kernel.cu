@@ -373,6 +373,26 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
 }
 #endif  // AMK_HAVE_BULK_COPY
 
+/// Bind the step-dependent operands of the task staged in `slot` into its blob copy ahead of the
+/// compute warps, where its micro-kernel allows it (ATTENTION_TILE and FUSED ROPE_ATTENTION:
+/// AttentionTileArgs, header.bound = 1 + the bind's return code). Otherwise the micro-kernel's
+/// decode_once copies the blob into its shared Args and binds them on thread 0 between three
+/// barriers: 0.9 us at the head of every attention task on the H200 (docs/PERFORMANCE.md row
+/// 116). One thread (the loader's lane 0), after the warp staged the slot.
+#ifdef AMK_NO_PREBIND  // A/B: every micro-kernel decodes and binds its own blob
+inline constexpr bool kPrebind = false;
+#else
+inline constexpr bool kPrebind = true;
+#endif  // AMK_NO_PREBIND
+__device__ void prebind_task(const amk_program_t& p, TaskSlot& slot) {
+  auto* h = reinterpret_cast<instructions::TaskBlobHeader*>(slot.blob);
+  if (h->tag != instructions::TaskBlobTag<instructions::AttentionTileArgs>::value ||
+      h->bytes != static_cast<int32_t>(sizeof(instructions::AttentionTileArgs)) || h->op != slot.inst.op)
+    return;
+  auto* a = reinterpret_cast<instructions::AttentionTileArgs*>(h + 1);
+  h->bound = 1 + instructions::bind_attention_tile_step(p, slot.inst, a);
+}
+
 /// The loader warp's view of one launch. Lane 0 decides (stream refills, counter polls, hand-offs);
 /// the whole warp copies a task's instruction and operands when lane 0 says which.
 struct Loader {
@@ -485,9 +505,13 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
     TaskSlot& slot = s.slot[t % args.staged_tasks];
     stage_task(args, begin + t, slot, lane, gpu::kWarpSize);
     gpu::warp_sync();  // the slot's words, written by every lane, before any lane reads them
+    if (lane == 0) {  // published with the task
 #if AMK_HAVE_BULK_COPY && !defined(AMK_CHECK_STREAM_AT_RUN)
-    if (lane == 0 && slot.entry.bytes > 0) check_streamed(args, slot);  // published with the task
+      if (slot.entry.bytes > 0) check_streamed(args, slot);
+      else
 #endif  // AMK_HAVE_BULK_COPY
+        if constexpr (kPrebind) prebind_task(s.prog, slot);
+    }
     if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
     if (lane == 0) ++ld.staged;
     else s.task_ready[t % args.staged_tasks].arrive();  // lane 0 arrives last, when it publishes
