@@ -11,7 +11,11 @@
 // take published slots in order, run the micro-kernel, meet at a barrier of their own, and their
 // thread 0 releases +1 on out_counter, records progress and hands the slot back. So a task's
 // operand copy and counter wait overlap the previous task's arithmetic, and the only thing
-// between two tasks on the compute warps is one shared-memory flag.
+// between two tasks on the compute warps is one shared-memory flag. The loader's lane 0 also does
+// the scalar work a task would otherwise start with, while it stages it: the checks of a streamed
+// task's plan (check_streamed) and the step-dependent bind of an attention task (prebind_task).
+// On one thread at the head of the task, the compute warps waited ~0.7-0.9 us at their next
+// barrier for each (docs/PERFORMANCE.md rows 114-117).
 //
 // The first error wins the device error slot (atomicCAS) and the block leaves; the others see
 // the slot in their waits and leave too. Never __trap: it would kill the context and the
@@ -294,6 +298,8 @@ inline constexpr bool kDeferLastRingFree = false;
 #else
 inline constexpr bool kDeferLastRingFree = true;
 #endif  // AMK_EAGER_RING_FREE
+
+static_assert(instructions::kLoaderWarps > 0, "sm_90's weight stream relies on the loader for check_streamed");
 
 /// Whether the streamed task staged in `slot` may run: its blob is a GemvPlan the host decoded
 /// (upload_task_blobs) and its chunks fit this code's own limits (the host admitted the task with
