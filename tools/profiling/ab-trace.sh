@@ -4,8 +4,10 @@
 # variant) alternated AMK_ROUNDS times (1B ctx 128 every round, 8B in the first AMK_ROUNDS_8B),
 # unchecked ones (--baseline none) of AMK_NOCHECK (variants whose results are wrong on purpose),
 # and one traced 1B decode of each variant of AMK_TRACE (default: every variant) summarised by
-# chunk_timeline.py, stage_runs.py, trace_stages.py and probe_offsets.py; with AMK_TEST=variant, that variant's
-# [gpu] tests (AMK_AB_TEST_FILTER) last. Logs and gzipped traces under $OUT/l; a table last.
+# chunk_timeline.py, stage_runs.py, trace_stages.py and probe_offsets.py; with AMK_TEST=variant,
+# that variant's [gpu] tests (AMK_AB_TEST_FILTER) last. Logs and gzipped traces under $OUT/l; a
+# table last. E.g. AMK_TEST=base AMK_BENCH="base x" AMK_ROUNDS=3 tools/profiling/ab-trace.sh \
+#   base= "x='-DCMAKE_CUDA_FLAGS=-Xptxas=-v -lineinfo -DAMK_NO_PREBIND'" (docs/PERFORMANCE.md row 117)
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 L="${OUT:-$ROOT/ab-trace-logs}/l"
