@@ -2,6 +2,7 @@
 gzipped Chrome trace JSON) for the scripts beside it. Import it from a script in this folder."""
 import gzip
 import json
+import re
 
 # Slice categories that are not a task's run: launches, the weight ring's chunks, counter waits.
 NOT_TASKS = ('launch', 'chunk', 'wait')
@@ -21,3 +22,8 @@ def slices(trace):
 def task_runs(trace):
     """The slices of task runs: every complete slice but launches, chunks and waits."""
     return [e for e in slices(trace) if e['cat'] not in NOT_TASKS]
+
+
+def stage_kind(label):
+    """A task label's stage kind, without its layer and tile: 'L3.gate_proj[0:64]' -> 'gate_proj'."""
+    return re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', label))

@@ -16,15 +16,10 @@ all its chunks and tasks:
 
 With labels, only those kinds."""
 import collections
-import re
 import statistics
 import sys
 
 import chrome_trace
-
-
-def kind_of(label):
-    return re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', label))
 
 
 def med(xs):
@@ -59,14 +54,14 @@ def main():
         for n, c in track.items():
             nxt = track.get(n + slots) if slots > 0 else None
             if nxt is not None:
-                refill[kind_of(c['args']['label'])].append(nxt['args']['issue'] - (c['ts'] + c['dur']))
+                refill[chrome_trace.stage_kind(c['args']['label'])].append(nxt['args']['issue'] - (c['ts'] + c['dur']))
 
     rows = collections.defaultdict(lambda: collections.defaultdict(list))
     for key, cs in chunks.items():
         run = runs.get(key)
         if run is None:
             continue
-        k = kind_of(run['args']['label'])
+        k = chrome_trace.stage_kind(run['args']['label'])
         if want and k not in want:
             continue
         cs.sort(key=lambda c: c['args']['n'])

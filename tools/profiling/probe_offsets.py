@@ -6,7 +6,6 @@ t_wait_begin (instructions/device_common.cuh, AMK_PROBE), so its `wait` slice st
 probe; tasks whose wait slice starts before their run (the probe was not reached) are left out.
 With labels, only those kinds."""
 import collections
-import re
 import sys
 
 import chrome_trace
@@ -26,7 +25,7 @@ for e in chrome_trace.slices(trace):
     run = runs.get((e['args']['task'], e['args']['step']))
     if run is None:
         continue
-    kind = re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', e['args']['label']))
+    kind = chrome_trace.stage_kind(e['args']['label'])
     if want and kind not in want:
         continue
     off = e['ts'] - run['ts']

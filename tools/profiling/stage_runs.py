@@ -4,7 +4,6 @@ kind of a traced launch (amk-bench decode --profile --trace) over all layers, e.
 down_proj: how long one SM's task takes, apart from the gaps between stages. With labels, only
 those kinds."""
 import collections
-import re
 import sys
 
 import chrome_trace
@@ -14,7 +13,7 @@ if len(sys.argv) < 2:
 want = set(sys.argv[2:])
 runs = collections.defaultdict(list)
 for e in chrome_trace.task_runs(chrome_trace.load(sys.argv[1])):
-    kind = re.sub(r'^L\d+\.', '', re.sub(r'\[.*', '', e['args']['label']))
+    kind = chrome_trace.stage_kind(e['args']['label'])
     if not want or kind in want:
         runs[kind].append(e['dur'])
 for kind, rs in sorted(runs.items(), key=lambda kv: -sum(kv[1])):

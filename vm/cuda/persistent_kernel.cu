@@ -379,17 +379,18 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
 }
 #endif  // AMK_HAVE_BULK_COPY
 
+#ifdef AMK_NO_PREBIND  // A/B: every micro-kernel decodes and binds its own blob
+inline constexpr bool kPrebind = false;
+#else
+inline constexpr bool kPrebind = true;
+#endif  // AMK_NO_PREBIND
+
 /// Bind the step-dependent operands of the task staged in `slot` into its blob copy ahead of the
 /// compute warps, where its micro-kernel allows it (ATTENTION_TILE and FUSED ROPE_ATTENTION:
 /// AttentionTileArgs, header.bound = 1 + the bind's return code). Otherwise the micro-kernel's
 /// decode_once copies the blob into its shared Args and binds them on thread 0 between three
 /// barriers: 0.9 us at the head of every attention task on the H200 (docs/PERFORMANCE.md row
 /// 116). One thread (the loader's lane 0), after the warp staged the slot.
-#ifdef AMK_NO_PREBIND  // A/B: every micro-kernel decodes and binds its own blob
-inline constexpr bool kPrebind = false;
-#else
-inline constexpr bool kPrebind = true;
-#endif  // AMK_NO_PREBIND
 __device__ void prebind_task(const amk_program_t& p, TaskSlot& slot) {
   auto* h = reinterpret_cast<instructions::TaskBlobHeader*>(slot.blob);
   if (h->tag != instructions::TaskBlobTag<instructions::AttentionTileArgs>::value ||
@@ -514,9 +515,8 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
     if (lane == 0) {  // published with the task
 #if AMK_HAVE_BULK_COPY && !defined(AMK_CHECK_STREAM_AT_RUN)
       if (slot.entry.bytes > 0) check_streamed(args, slot);
-      else
 #endif  // AMK_HAVE_BULK_COPY
-        if constexpr (kPrebind) prebind_task(s.prog, slot);
+      if constexpr (kPrebind) prebind_task(s.prog, slot);  // returns at once for a blob of another Args
     }
     if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
     if (lane == 0) ++ld.staged;
