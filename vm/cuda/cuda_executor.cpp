@@ -296,6 +296,10 @@ class CudaExecutor final : public Executor {
     choose_ring(res, work_bytes);
     const gpuvm::DynSmemLayout layout = gpuvm::dyn_smem_layout(static_cast<int64_t>(work_bytes), ring_skew_, ring_slots_, ring_slot_bytes_);
     dyn_smem_ = static_cast<size_t>(layout.bytes);
+    // AMK_SMEM_PAD_KIB=k: k KiB more dynamic shared memory that nothing uses, i.e. that much less
+    // L1 for the same kernel (measuring what a larger shared area costs, docs/PERFORMANCE.md row 118).
+    if (const char* env = std::getenv("AMK_SMEM_PAD_KIB"); env != nullptr && std::atoi(env) > 0)
+      dyn_smem_ += size_t{1024} * static_cast<size_t>(std::atoi(env));
     s = gpuvm::kernel_resources(dyn_smem_, &res);
     if (!s) return s;
     if (!res.cooperative)
