@@ -65,16 +65,39 @@ struct DeviceCtx {
   } while (0)
 #endif  // AMK_TRACE_PROBE
 
-/// Block-shared storage for one `Args` (one buffer per Args type; micro-kernels of a block run one
-/// at a time). Raw bytes, because neither nvcc nor clang allow a __shared__ object whose type has
-/// default member initializers; decode_once() constructs the object in it.
+/// Bytes of the block-shared buffer that holds the running micro-kernel's Args: at least the
+/// largest Args type (shared_args checks each).
+inline constexpr size_t kSharedArgsBytes = 1024;
+
+/// Block-shared storage for the running micro-kernel's `Args`. One buffer for every Args type:
+/// micro-kernels of a block run one at a time, none calls another after taking its Args
+/// (fused_run hands ROPE_APPEND and ROPE_ATTENTION on before it takes its own), and none reads
+/// them after it returns. A buffer per type cost ~6 KiB of static shared memory, which put the
+/// Llama-3-8B launch (201 KiB of shared memory with the ring) on the 228 KiB carve-out, with 28 KiB
+/// of L1 left instead of 60: on the 1B, that step costs 6.5% (docs/PERFORMANCE.md row 118).
+/// Raw bytes, because neither nvcc nor clang allow a __shared__ object whose type has default
+/// member initializers; decode_once() constructs the object in it. -DAMK_SHARED_ARGS_PER_TYPE:
+/// one buffer per type again (A/B measurements).
+AMK_DEVICE unsigned char* shared_args_buffer() {
+  struct alignas(16) Raw {
+    unsigned char bytes[kSharedArgsBytes];
+  };
+  __shared__ Raw raw;  // in a function that is no template: one buffer for the whole kernel
+  return raw.bytes;
+}
+
 template <typename Args>
 AMK_DEVICE Args* shared_args() {
+  static_assert(sizeof(Args) <= kSharedArgsBytes && alignof(Args) <= 16, "kSharedArgsBytes holds every Args");
+#ifdef AMK_SHARED_ARGS_PER_TYPE
   struct alignas(Args) Raw {
     unsigned char bytes[sizeof(Args)];
   };
   __shared__ Raw raw;
   return reinterpret_cast<Args*>(raw.bytes);
+#else
+  return reinterpret_cast<Args*>(shared_args_buffer());
+#endif  // AMK_SHARED_ARGS_PER_TYPE
 }
 
 /// A task's operands, once per block, into shared memory (`out`, a __shared__ Args of the calling
