@@ -206,6 +206,28 @@ TEST_CASE("gpu weight stream: a traced launch records every chunk in stream orde
   CHECK(doc.at("otherData").at("ring_slots").get<int>() == 3);
 }
 
+TEST_CASE("gpu weight stream: a launch with Llama-3-8B's longest row leaves the SM 60 KiB of L1", "[gpu][stream][smem]") {
+  gputest::require_gpu();
+  if (gputest::device_sm_major() < 9) FAIL("the weight stream exists on sm_90 builds only; this device has none");
+  // Shared memory and L1 share 256 KiB per SM, split at a carve-out of 0, 8, 16, 32, 64, 100,
+  // 132, 164, 196 or 228 KiB (sm_90; the block's shared memory plus 1 KiB the system reserves).
+  // At 228 the kernel keeps 28 KiB of L1, and that step cost the 1B token 6.5% and the 8B 2.9%
+  // (docs/PERFORMANCE.md rows 118-119). The 8B launch (a work area for K 14336, the ring's two
+  // 64 KiB slots) sits under 196 with ~1.7 KiB to spare: a kernel whose static shared memory
+  // grows by that much fails here instead of costing the 8B its L1 unnoticed.
+  const ir::Program p = gemv_program(DType::BF16, DType::BF16, DType::F32, 14336, 8, 1, false);
+  auto image = gputest::load(p);
+  auto ex = vm::make_cuda_executor(*image);
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+  REQUIRE(rep != nullptr);
+  INFO(rep->summary());
+  REQUIRE(rep->ring_slots == 2);
+  REQUIRE(rep->ring_slot_bytes == 65536);
+  CHECK(rep->static_smem_bytes + rep->dyn_smem_bytes + 1024 <= 196 * 1024);
+}
+
 TEST_CASE("gpu GEMV_TILE matches the CPU reference across dtypes and K", "[gpu][op:gemv_tile]") {
   gputest::require_gpu();
   struct Case { DType x, w, y; int64_t K, n; int tiles; bool bias; };
