@@ -17,6 +17,17 @@ using ir::Opcode;
 
 namespace {
 
+/// The kernel report of a CUDA executor made for `p` (REQUIREs that one can be made).
+vm::GpuKernelReport kernel_report(const ir::Program& p) {
+  auto image = gputest::load(p);
+  auto ex = vm::make_cuda_executor(*image);
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+  REQUIRE(rep != nullptr);
+  return *rep;
+}
+
 ir::Program gemv_program(DType xt, DType wt, DType yt, int64_t K, int64_t n_out, int tiles, bool bias, int rows = 1) {
   gputest::ProgramBuilder b;
   const int x = b.buffer("x", BufferKind::IoInput, xt, {rows, K});
@@ -109,17 +120,12 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
     INFO("ring " << sh.slots << " x " << sh.kib << " KiB");
     gputest::ScopedEnv slots("AMK_RING_SLOTS", sh.slots), kib("AMK_RING_SLOT_KIB", sh.kib);
     if (gputest::device_sm_major() >= 9) {  // the stream exists on sm_90 builds only
-      auto image = gputest::load(p);
-      auto ex = vm::make_cuda_executor(*image);
-      INFO(ex.status().message());
-      REQUIRE(ex.is_ok());
-      const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
-      REQUIRE(rep != nullptr);
-      INFO(rep->summary());
-      CHECK(rep->ring_slots == std::atoi(sh.slots));
+      const vm::GpuKernelReport rep = kernel_report(p);
+      INFO(rep.summary());
+      CHECK(rep.ring_slots == std::atoi(sh.slots));
       // 24 streamed tiles (gemv, rms, silu, rms_f16) always; the 6 f32 tiles (16 KiB rows) and the
       // 6 silu_long tiles (12 KiB rows) from 16 KiB slots.
-      CHECK(rep->streamed_tasks == (std::atoi(sh.kib) >= 16 ? 36 : 24));
+      CHECK(rep.streamed_tasks == (std::atoi(sh.kib) >= 16 ? 36 : 24));
     }
     Status st = gputest::compare_with_cpu(p, {});
     INFO(st.message());
@@ -215,17 +221,11 @@ TEST_CASE("gpu weight stream: a launch with Llama-3-8B's longest row leaves the 
   // (docs/PERFORMANCE.md rows 118-119). The 8B launch (a work area for K 14336, the ring's two
   // 64 KiB slots) sits under 196 with ~1.7 KiB to spare: a kernel whose static shared memory
   // grows by that much fails here instead of costing the 8B its L1 unnoticed.
-  const ir::Program p = gemv_program(DType::BF16, DType::BF16, DType::F32, 14336, 8, 1, false);
-  auto image = gputest::load(p);
-  auto ex = vm::make_cuda_executor(*image);
-  INFO(ex.status().message());
-  REQUIRE(ex.is_ok());
-  const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
-  REQUIRE(rep != nullptr);
-  INFO(rep->summary());
-  REQUIRE(rep->ring_slots == 2);
-  REQUIRE(rep->ring_slot_bytes == 65536);
-  CHECK(rep->static_smem_bytes + rep->dyn_smem_bytes + 1024 <= 196 * 1024);
+  const vm::GpuKernelReport rep = kernel_report(gemv_program(DType::BF16, DType::BF16, DType::F32, 14336, 8, 1, false));
+  INFO(rep.summary());
+  REQUIRE(rep.ring_slots == 2);
+  REQUIRE(rep.ring_slot_bytes == 65536);
+  CHECK(rep.static_smem_bytes + rep.dyn_smem_bytes + 1024 <= 196 * 1024);
 }
 
 TEST_CASE("gpu GEMV_TILE matches the CPU reference across dtypes and K", "[gpu][op:gemv_tile]") {
