@@ -1,0 +1,159 @@
+// tools/profiling/fence_probe.cu (amk-fence-probe): does a task's release wait for the SM's bulk
+// copies in flight? The megakernel ends every task with thread 0's red.release.gpu on its
+// counter (MEMBAR + atomic). In a trace, that release took 1.7 us after the q / k / v tasks and
+// 0.6-0.9 after the others, and it fell to ~0.5 us when the weight ring's refills were held back
+// (docs/PERFORMANCE.md row 90). So either the fence waits for the bulk copies the loader warp has
+// in flight, or for memory traffic they queue ahead of it. Each block of this probe runs, per
+// repetition: a store (a task's output), then thread 0's timed red.release.gpu, while
+//   none     no bulk copy is in flight;
+//   other    another warp (the loader's role) has just issued two 64 KiB bulk copies from HBM;
+//   self     thread 0 has issued them itself;
+//   async    another warp has the same 128 KiB in flight as 16-byte cp.async copies (LDGSTS, the
+//            generic proxy's asynchronous copy: no bulk-copy engine).
+// on one SM alone, and on every SM at once (the decode's load: every SM streams). Printed: the
+// median release time in cycles and us (SM clock), and the median landing time of the copies.
+// If "other" is slower than "none", a release pays for copies it does not order, and a release
+// that does not wait for them (PERFORMANCE "What would close the gap") is worth looking for.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define PROBE_NAME "amk-fence-probe"
+#include "tools/profiling/probe_check.h"
+
+#include "targets/cuda/bulk_copy.cuh"
+
+namespace {
+
+constexpr int kThreads = 64;               // warp 0: the task's thread 0; warp 1: the loader
+constexpr uint32_t kCopyBytes = 64 << 10;  // one ring slot
+constexpr int kCopies = 2;                 // the ring's two slots
+constexpr int kReps = 64;
+
+enum Mode { kNone = 0, kOther = 1, kSelf = 2, kAsync = 3 };
+
+struct Sample {
+  long long release;  ///< cycles of thread 0's red.release.gpu
+  long long land;     ///< cycles from the copies' issue to their landing (0: none issued)
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    fence_probe(const char* src, size_t src_bytes, size_t base, uint32_t* counter, uint32_t* out, int mode,
+                Sample* samples) {
+#if AMK_HAVE_BULK_COPY
+  extern __shared__ __align__(128) char ring[];
+  __shared__ uint64_t bars[kCopies];
+  __shared__ long long issued_at;
+  const int t = static_cast<int>(threadIdx.x);
+  if (t == 0) {
+    for (int i = 0; i < kCopies; ++i) amk::gpu::mbarrier_init(&bars[i]);
+    amk::gpu::mbarrier_init_fence();
+  }
+  __syncthreads();
+  const int issuer = mode == kSelf ? 0 : 32;
+  for (int rep = 0; rep < kReps; ++rep) {
+    if (mode != kNone && t == issuer) {
+      // Cold bytes: every block and repetition reads its own 128 KiB of a buffer far beyond L2.
+      const size_t at = (base + (static_cast<size_t>(blockIdx.x) * kReps + rep) * kCopies * kCopyBytes) % src_bytes;
+      issued_at = clock64();
+      if (mode != kAsync)
+        for (int i = 0; i < kCopies; ++i)
+          amk::gpu::bulk_copy_to_shared(ring + i * kCopyBytes, src + at + i * kCopyBytes, kCopyBytes, &bars[i]);
+    }
+    if (mode == kAsync && t >= 32) {  // the whole second warp: 256 copies of 16 bytes per lane
+      const size_t at = (base + (static_cast<size_t>(blockIdx.x) * kReps + rep) * kCopies * kCopyBytes) % src_bytes;
+      for (uint32_t off = (t - 32) * 16u; off < kCopies * kCopyBytes; off += 32u * 16u)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(amk::gpu::smem_addr(ring + off)), "l"(src + at + off)
+                     : "memory");
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    __syncthreads();  // the copies are in flight before the release starts
+    if (t == 0) {
+      out[blockIdx.x] = static_cast<uint32_t>(rep);  // the task's output, which the release orders
+      const long long t0 = clock64();
+      // Compiled as MEMBAR.GPU + RED: the membar holds the warp until what it orders is performed,
+      // so the clock after it covers the fence (the red itself is fire-and-forget).
+      asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
+      const long long t1 = clock64();
+      samples[blockIdx.x * kReps + rep].release = t1 - t0;
+    }
+    if (mode == kAsync && t >= 32) {
+      asm volatile("cp.async.wait_all;" ::: "memory");
+      if (t == issuer) samples[blockIdx.x * kReps + rep].land = clock64() - issued_at;
+    } else if (mode != kNone && t == issuer) {
+      for (int i = 0; i < kCopies; ++i) amk::gpu::mbarrier_wait_parity(&bars[i], static_cast<uint32_t>(rep & 1));
+      samples[blockIdx.x * kReps + rep].land = clock64() - issued_at;
+    } else if (mode == kNone && t == 0) {
+      samples[blockIdx.x * kReps + rep].land = 0;
+    }
+    __syncthreads();  // the slots are free again
+  }
+#else
+  (void)src, (void)src_bytes, (void)base, (void)counter, (void)out, (void)mode, (void)samples;
+#endif  // AMK_HAVE_BULK_COPY
+}
+
+long long median(std::vector<long long> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  int dev = 0, sms = 0, khz = 0, major = 0;
+  PROBE_CHECK(cudaGetDevice(&dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+  PROBE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  cudaDeviceProp prop{};
+  PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
+  if (major < 9) {
+    std::fprintf(stderr, "%s: needs sm_90 (bulk copies); %s is sm_%d\n", PROBE_NAME, prop.name, major * 10);
+    return 1;
+  }
+  const size_t src_bytes = size_t{1} << 31;  // 2 GiB: 40x the L2
+  char* src = nullptr;
+  uint32_t *counter = nullptr, *out = nullptr;
+  Sample* samples = nullptr;
+  PROBE_CHECK(cudaMalloc(&src, src_bytes));
+  PROBE_CHECK(cudaMemset(src, 1, src_bytes));
+  PROBE_CHECK(cudaMalloc(&counter, sizeof(uint32_t)));
+  PROBE_CHECK(cudaMalloc(&out, sizeof(uint32_t) * sms));
+  PROBE_CHECK(cudaMalloc(&samples, sizeof(Sample) * sms * kReps));
+  const int smem = kCopies * static_cast<int>(kCopyBytes);
+  PROBE_CHECK(cudaFuncSetAttribute(fence_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  std::printf("%s on %s (%d SMs, %.2f GHz): thread 0's red.release.gpu with 2 x 64 KiB bulk copies in flight or not\n",
+              PROBE_NAME, prop.name, sms, khz / 1e6);
+  std::printf("%-6s %-6s %10s %9s %14s\n", "blocks", "mode", "release", "us", "copies land us");
+  const char* names[] = {"none", "other", "self", "async"};
+  for (int blocks : {1, sms}) {
+    for (int mode : {kNone, kOther, kSelf, kAsync}) {
+      PROBE_CHECK(cudaMemset(counter, 0, sizeof(uint32_t)));
+      // A warm-up launch (code, TLB), then the timed one on other bytes: its copies come from HBM.
+      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, 0, counter, out, mode, samples);
+      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, src_bytes / 2, counter, out, mode, samples);
+      PROBE_CHECK(cudaGetLastError());
+      PROBE_CHECK(cudaDeviceSynchronize());
+      std::vector<Sample> h(static_cast<size_t>(blocks) * kReps);
+      PROBE_CHECK(cudaMemcpy(h.data(), samples, sizeof(Sample) * h.size(), cudaMemcpyDeviceToHost));
+      std::vector<long long> rel, land;
+      for (size_t i = 0; i < h.size(); ++i) {
+        if (i % kReps == 0) continue;  // each block's first repetition: cold code
+        rel.push_back(h[i].release);
+        land.push_back(h[i].land);
+      }
+      const double ghz = khz / 1e6;
+      std::printf("%-6d %-6s %10lld %9.3f %14.3f\n", blocks, names[mode], median(rel), median(rel) / ghz / 1e3,
+                  median(land) / ghz / 1e3);
+    }
+  }
+  PROBE_CHECK(cudaFree(src));
+  PROBE_CHECK(cudaFree(counter));
+  PROBE_CHECK(cudaFree(out));
+  PROBE_CHECK(cudaFree(samples));
+  return 0;
+}
