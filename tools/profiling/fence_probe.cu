@@ -104,15 +104,14 @@ long long median(std::vector<long long> v) {
 }  // namespace
 
 int main() {
-  int dev = 0, sms = 0, khz = 0, major = 0;
-  PROBE_CHECK(cudaGetDevice(&dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  int dev = 0, khz = 0;
   cudaDeviceProp prop{};
+  PROBE_CHECK(cudaGetDevice(&dev));
   PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
-  if (major < 9) {
-    std::fprintf(stderr, "%s: needs sm_90 (bulk copies); %s is sm_%d\n", PROBE_NAME, prop.name, major * 10);
+  PROBE_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));  // the SM clock: cycles -> us
+  const int sms = prop.multiProcessorCount;
+  if (prop.major < 9) {
+    std::fprintf(stderr, "%s: needs sm_90 (bulk copies); %s is sm_%d%d\n", PROBE_NAME, prop.name, prop.major, prop.minor);
     return 1;
   }
   const size_t src_bytes = size_t{1} << 31;  // 2 GiB: 40x the L2
