@@ -65,9 +65,9 @@ struct DeviceCtx {
   } while (0)
 #endif  // AMK_TRACE_PROBE
 
-/// Bytes of the block-shared buffer that holds the running micro-kernel's Args: at least the
-/// largest Args type (shared_args checks each).
-inline constexpr size_t kSharedArgsBytes = 1024;
+/// Bytes of the block-shared buffer that holds the running micro-kernel's Args: a blob's, which
+/// holds the largest Args the host decodes (shared_args checks every Args type against it).
+inline constexpr size_t kSharedArgsBytes = static_cast<size_t>(kTaskBlobBytes) - sizeof(TaskBlobHeader);
 
 /// Block-shared storage for the running micro-kernel's `Args`. One buffer for every Args type:
 /// micro-kernels of a block run one at a time, none calls another after taking its Args

@@ -219,7 +219,7 @@ TEST_CASE("gpu weight stream: a launch with Llama-3-8B's longest row leaves the 
   // 132, 164, 196 or 228 KiB (sm_90; the block's shared memory plus 1 KiB the system reserves).
   // At 228 the kernel keeps 28 KiB of L1, and that step cost the 1B token 6.5% and the 8B 2.9%
   // (docs/PERFORMANCE.md rows 118-119). The 8B launch (a work area for K 14336, the ring's two
-  // 64 KiB slots) sits under 196 with ~1.7 KiB to spare: a kernel whose static shared memory
+  // 64 KiB slots) sits under 196 with ~1.8 KiB to spare: a kernel whose static shared memory
   // grows by that much fails here instead of costing the 8B its L1 unnoticed.
   const vm::GpuKernelReport rep = kernel_report(gemv_program(DType::BF16, DType::BF16, DType::F32, 14336, 8, 1, false));
   INFO(rep.summary());

@@ -62,6 +62,15 @@ struct TaskSlot {
   int32_t rows_per_chunk;
   /// Its host-decoded operands (instructions/task_blob.h).
   alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
+
+  /// The blob's header, and the Args behind it (the caller checked the header's tag).
+  __device__ const instructions::TaskBlobHeader& header() const {
+    return *reinterpret_cast<const instructions::TaskBlobHeader*>(blob);
+  }
+  template <typename Args>
+  __device__ const Args& args() const {
+    return *reinterpret_cast<const Args*>(blob + sizeof(instructions::TaskBlobHeader));
+  }
 };
 
 /// Shared state of one worker block.
@@ -311,11 +320,10 @@ static_assert(instructions::kLoaderWarps > 0, "sm_90's weight stream relies on t
 __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   slot.stream_rc = AMK_DEVERR_BAD_PARAMS;
   slot.rows_per_chunk = 0;
-  const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(slot.blob);
-  if (args.blobs == nullptr || blob->tag != instructions::TaskBlobTag<instructions::GemvPlan>::value ||
-      blob->op != slot.inst.op)
+  if (args.blobs == nullptr || slot.header().tag != instructions::TaskBlobTag<instructions::GemvPlan>::value ||
+      slot.header().op != slot.inst.op)
     return;
-  const instructions::GemvPlan& plan = *reinterpret_cast<const instructions::GemvPlan*>(blob + 1);
+  const auto& plan = slot.args<instructions::GemvPlan>();
   const WeightStreamEntry& e = slot.entry;
   const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
   const int64_t cap = static_cast<int64_t>(args.work_floats) & ~int64_t{7};
@@ -602,7 +610,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     }
     if (threadIdx.x == 0 && rec != nullptr) rec->t_run_begin = gpu::global_timer_ns();
     int32_t rc = slot.stop;
-    const auto* blob = reinterpret_cast<const instructions::TaskBlobHeader*>(slot.blob);
+    const instructions::TaskBlobHeader* blob = &slot.header();
     ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == slot.inst.op ? blob : nullptr;
 #ifdef AMK_TRACE_PROBE
     ctx.probe = rec != nullptr ? &rec->t_wait_begin : nullptr;
@@ -620,8 +628,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_CHECK_STREAM_AT_RUN
         rc = slot.stream_rc != AMK_DEVERR_NONE
                  ? slot.stream_rc
-                 : run_streamed(*reinterpret_cast<const instructions::GemvPlan*>(slot.blob + sizeof(instructions::TaskBlobHeader)),
-                                slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
+                 : run_streamed(slot.args<instructions::GemvPlan>(), slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
         if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
       } else
 #endif  // AMK_HAVE_BULK_COPY
