@@ -64,10 +64,15 @@ TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's
   // run one task while its loader polls the next ones.
   // Both staging policies: the default stages a task only once the one before it is published;
   // AMK_STAGE_WHILE_POLLING=1 (the measuring knob) stages it as soon as its slot is free.
-  for (const char* while_polling : {"0", "1"}) {
+  // And both poll policies: AMK_POLL_GATE=1 / 2 (measuring knobs) poll a task's counters only
+  // once the task before it has finished, which must not hang whatever the staging.
+  for (int policy_index = 0; policy_index < 6; ++policy_index) {
+    const char* while_polling = policy_index % 2 == 0 ? "0" : "1";
+    const char* gate = policy_index / 2 == 0 ? "0" : policy_index / 2 == 1 ? "1" : "2";
     gputest::ScopedEnv policy("AMK_STAGE_WHILE_POLLING", while_polling);
+    gputest::ScopedEnv poll_gate("AMK_POLL_GATE", gate);
     for (int staged : {1, 2, 3, 4}) {
-      INFO("staged tasks " << staged << ", AMK_STAGE_WHILE_POLLING=" << while_polling);
+      INFO("staged tasks " << staged << ", AMK_STAGE_WHILE_POLLING=" << while_polling << ", AMK_POLL_GATE=" << gate);
       auto cimg = gputest::load(testing::toy_program(), false, 3);
       auto gimg = gputest::load(testing::toy_program(), false, 3);
       auto cpu = vm::make_cpu_executor(*cimg);
@@ -78,6 +83,7 @@ TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's
       REQUIRE(rep != nullptr);
       INFO(rep->summary());
       CHECK(rep->stage_while_polling == (while_polling[0] == '1'));
+      CHECK(rep->poll_gate == gate[0] - '0');
 #ifdef AMK_USE_HIP
       CHECK(rep->loader_warps == 0);
       CHECK(rep->staged_tasks == 1);

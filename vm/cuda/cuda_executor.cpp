@@ -353,6 +353,9 @@ class CudaExecutor final : public Executor {
       args_.poll_sleep_ns = static_cast<uint32_t>(std::atoi(env));
     args_.stage_while_polling = env_is("AMK_STAGE_WHILE_POLLING", "1") ? 1 : 0;
     report_.stage_while_polling = args_.stage_while_polling != 0;
+    args_.poll_gate = 0;
+    if (const char* env = std::getenv("AMK_POLL_GATE"); env != nullptr) args_.poll_gate = std::clamp(std::atoi(env), 0, 2);
+    report_.poll_gate = args_.poll_gate;
     return Status::ok();
   }
 
@@ -726,7 +729,8 @@ std::string GpuKernelReport::summary() const {
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead"
-    << (stage_while_polling ? " (also while the next waits)" : "") << ", prefetch depth "
+    << (stage_while_polling ? " (also while the next waits)" : "")
+    << (poll_gate != 0 ? ", polling after the task before (gate " + std::to_string(poll_gate) + ")" : "") << ", prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
     << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
     << " B host-decoded operands per task";
