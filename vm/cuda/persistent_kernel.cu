@@ -440,8 +440,7 @@ struct Loader {
       stream_done = producer.finished();
     }
 #endif  // AMK_HAVE_BULK_COPY
-    const bool gated = !poll_gate_open();
-    if (!stopping && ready < staged && clock64() >= next_poll && !gated) busy |= poll_ready();
+    if (!stopping && ready < staged && clock64() >= next_poll && poll_gate_open()) busy |= poll_ready();
     if (ready == n_tasks && stream_done) return -2;
     // Task `staged` goes into slot staged % S once that slot's previous task has finished, and,
     // while a staged task still waits for its counters, only after it is published: staging is a
@@ -455,16 +454,18 @@ struct Loader {
     // No pause while there is anything left to stream or poll: a freed ring slot must be
     // refilled at once (two slots in flight are all an SM's share of HBM bandwidth has), and
     // __nanosleep may sleep far longer than asked. Spinning costs one warp's issue slots.
-    if (!busy && (stopping || ready == n_tasks || (gated && args.poll_gate == 2))) gpu::spin_pause(64);
+    if (!busy && (stopping || ready == n_tasks)) gpu::spin_pause(64);
     return -1;
   }
 
   /// Whether task `ready`'s counters may be polled now (KernelArgs::poll_gate): always without
-  /// the gate, else once the task before it has finished. That task's slot was restaged only
-  /// after it finished; otherwise its task_free phase says (the compute warps are at most one
-  /// phase ahead of it: the slot's next task cannot run before task `ready` is published).
+  /// the gate; with it, once (gate 1: a task that does not depend on the one before is
+  /// published as early as before), then only after the task before it has finished. That
+  /// task's slot was restaged only after it finished; otherwise its task_free phase says (the
+  /// compute warps are at most one phase ahead of it: the slot's next task cannot run before
+  /// task `ready` is published).
   __device__ bool poll_gate_open() {
-    if (args.poll_gate == 0 || ready == 0) return true;
+    if (args.poll_gate == 0 || ready == 0 || (args.poll_gate == 1 && polls == 0)) return true;
     const int32_t S = args.staged_tasks, prev = ready - 1;
     if (staged > prev + S) return true;
     return s.task_free[prev % S].test(static_cast<uint32_t>(prev / S));

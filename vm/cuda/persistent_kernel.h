@@ -69,11 +69,11 @@ struct KernelArgs {
   /// one still waits for its counters (the A/B knob AMK_STAGE_WHILE_POLLING=1 of
   /// docs/PERFORMANCE.md row 89); 0: it stages it only once the next task is published.
   int32_t stage_while_polling;
-  /// Whether the loader polls the next task's counters only once the task before it has finished
-  /// (1, 2; 0: at any time). A poll is a relaxed load whose use stalls the loader's lane 0 for an
-  /// L2 round trip, during which a freed ring slot waits for its refill; and while the task
-  /// before runs, a next task that depends on it cannot be met anyway. 2 also pauses the idle
-  /// loader between its looks at the ring. AMK_POLL_GATE=n (measuring, docs/PERFORMANCE.md row 122).
+  /// When the loader polls the next task's counters: 0 at any time; 1 once, then only after the
+  /// task before it has finished; 2 only after that. A poll is a relaxed load whose use stalls
+  /// the loader's lane 0 for an L2 round trip, during which a freed ring slot waits for its
+  /// refill; and while the task before runs, a next task that depends on it cannot be met
+  /// anyway. AMK_POLL_GATE=n (measuring, docs/PERFORMANCE.md row 122).
   int32_t poll_gate;
 };
 
