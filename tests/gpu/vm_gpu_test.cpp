@@ -64,8 +64,9 @@ TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's
   // run one task while its loader polls the next ones.
   // Both staging policies: the default stages a task only once the one before it is published;
   // AMK_STAGE_WHILE_POLLING=1 (the measuring knob) stages it as soon as its slot is free.
-  // And both poll policies: AMK_POLL_GATE=1 / 2 (measuring knobs) poll a task's counters only
-  // once the task before it has finished, which must not hang whatever the staging.
+  // And every poll policy: by default (AMK_POLL_GATE=1) the loader polls a task's counters once,
+  // then only after the task before it has finished; 0 (measuring) polls at any time, 2 only
+  // after that. None may hang, whatever the staging.
   for (int policy_index = 0; policy_index < 6; ++policy_index) {
     const char* while_polling = policy_index % 2 == 0 ? "0" : "1";
     const char* gate = policy_index / 2 == 0 ? "0" : policy_index / 2 == 1 ? "1" : "2";

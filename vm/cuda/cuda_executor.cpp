@@ -353,9 +353,14 @@ class CudaExecutor final : public Executor {
       args_.poll_sleep_ns = static_cast<uint32_t>(std::atoi(env));
     args_.stage_while_polling = env_is("AMK_STAGE_WHILE_POLLING", "1") ? 1 : 0;
     report_.stage_while_polling = args_.stage_while_polling != 0;
-    args_.poll_gate = 0;
-    if (const char* env = std::getenv("AMK_POLL_GATE"); env != nullptr) args_.poll_gate = std::clamp(std::atoi(env), 0, 2);
+    // Poll a task's counters once, then not again until the task before it has finished: a poll
+    // stalls the loader's lane for an L2 round trip while a freed ring slot waits for its refill
+    // (H200: refill 0.90 -> 0.58 us, 1B -2.0%, 8B -3.8%; docs/PERFORMANCE.md row 122).
+    args_.poll_gate = 1;
+    if (const char* env = std::getenv("AMK_POLL_GATE"); env != nullptr && *env != '\0')  // 0 / 2: measuring
+      args_.poll_gate = std::clamp(std::atoi(env), 0, 2);
     report_.poll_gate = args_.poll_gate;
+    args_.loader_solo = env_is("AMK_LOADER_SOLO", "1") ? 1 : 0;
     return Status::ok();
   }
 
@@ -730,7 +735,7 @@ std::string GpuKernelReport::summary() const {
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead"
     << (stage_while_polling ? " (also while the next waits)" : "")
-    << (poll_gate != 0 ? ", polling after the task before (gate " + std::to_string(poll_gate) + ")" : "") << ", prefetch depth "
+    << ", poll gate " << poll_gate << ", prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
     << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
     << " B host-decoded operands per task";

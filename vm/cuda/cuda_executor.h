@@ -41,10 +41,10 @@ struct GpuKernelReport {
   /// (env AMK_STAGE_WHILE_POLLING=1, a measuring knob; by default it waits until that one is
   /// published, docs/PERFORMANCE.md row 89).
   bool stage_while_polling = false;
-  /// When the loader polls the next task's counters: 0 at any time, 1 once and then only after
-  /// the task before it has finished, 2 only after that (env AMK_POLL_GATE, a measuring knob;
-  /// KernelArgs::poll_gate).
-  int poll_gate = 0;
+  /// When the loader polls the next task's counters: 1 (default) once and then only after the
+  /// task before it has finished, 0 at any time, 2 only after that (env AMK_POLL_GATE, a
+  /// measuring knob; KernelArgs::poll_gate).
+  int poll_gate = 1;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring

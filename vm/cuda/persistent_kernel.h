@@ -69,12 +69,16 @@ struct KernelArgs {
   /// one still waits for its counters (the A/B knob AMK_STAGE_WHILE_POLLING=1 of
   /// docs/PERFORMANCE.md row 89); 0: it stages it only once the next task is published.
   int32_t stage_while_polling;
-  /// When the loader polls the next task's counters: 0 at any time; 1 once, then only after the
-  /// task before it has finished; 2 only after that. A poll is a relaxed load whose use stalls
-  /// the loader's lane 0 for an L2 round trip, during which a freed ring slot waits for its
-  /// refill; and while the task before runs, a next task that depends on it cannot be met
-  /// anyway. AMK_POLL_GATE=n (measuring, docs/PERFORMANCE.md row 122).
+  /// When the loader polls the next task's counters: 1 (the default) once, then only after the
+  /// task before it has finished; 0 at any time; 2 only after that task has finished. A poll is
+  /// a relaxed load whose use stalls the loader's lane 0 for an L2 round trip, during which a
+  /// freed ring slot waits for its refill; and while the task before runs, a next task that
+  /// depends on it cannot be met anyway, while one that does not is usually met at the first
+  /// poll. AMK_POLL_GATE=0 / 2 (measuring, docs/PERFORMANCE.md row 122).
   int32_t poll_gate;
+  /// 1: the loader's lane 0 repeats its rounds alone until it has a task to stage (the warp meets
+  /// only to stage); 0: the whole warp meets after every round. AMK_LOADER_SOLO (measuring).
+  int32_t loader_solo;
 };
 
 static_assert(instructions::kTaskBlobBytes % 16 == 0, "the kernel copies task blobs word by word");
