@@ -360,7 +360,6 @@ class CudaExecutor final : public Executor {
     if (const char* env = std::getenv("AMK_POLL_GATE"); env != nullptr && *env != '\0')  // 0 / 2: measuring
       args_.poll_gate = std::clamp(std::atoi(env), 0, 2);
     report_.poll_gate = args_.poll_gate;
-    args_.loader_solo = env_is("AMK_LOADER_SOLO", "1") ? 1 : 0;
     return Status::ok();
   }
 

@@ -521,14 +521,7 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
   (void)s_dyn;
 #endif  // AMK_HAVE_BULK_COPY
   for (;;) {
-    int32_t t = 0;
-    if (lane == 0) {
-      // AMK_LOADER_SOLO=1 (measuring, row 123): lane 0 runs its rounds alone until there is a
-      // task to stage, without the warp's shuffle and reconvergence between two rounds.
-      do {
-        t = ld.round();
-      } while (t == -1 && args.loader_solo != 0);
-    }
+    int32_t t = lane == 0 ? ld.round() : 0;
     t = gpu::shfl(t, 0);
     if (t == -2) break;
     if (t < 0) continue;

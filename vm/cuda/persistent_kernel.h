@@ -76,9 +76,6 @@ struct KernelArgs {
   /// depends on it cannot be met anyway, while one that does not is usually met at the first
   /// poll. AMK_POLL_GATE=0 / 2 (measuring, docs/PERFORMANCE.md row 122).
   int32_t poll_gate;
-  /// 1: the loader's lane 0 repeats its rounds alone until it has a task to stage (the warp meets
-  /// only to stage); 0: the whole warp meets after every round. AMK_LOADER_SOLO (measuring).
-  int32_t loader_solo;
 };
 
 static_assert(instructions::kTaskBlobBytes % 16 == 0, "the kernel copies task blobs word by word");
