@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# tools/profiling/ptxas-check.sh [-D...]... : the persistent kernel's register allocation for
+# sm_90a, on this machine, without a GPU: configures build-ptxas (Release, -Xptxas=-v) once, then
+# compiles vm/cuda/persistent_kernel.cu alone with that directory's exact command and the extra
+# flags given (e.g. -DAMK_NO_PREBIND), and prints ptxas's lines for the kernel and for any
+# function whose name contains $AMK_PTXAS_ALSO (e.g. loader_main). About 4 minutes on 2 cores.
+#
+# Why: a change anywhere in the kernel moves ptxas's allocation of all of it, and every build whose
+# spill stores grew past main's 60 B has been slower on the GPU (docs/PERFORMANCE.md rows 77, 123,
+# 124). Check this before spending device time on a variant.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${AMK_PTXAS_BUILD:-$ROOT/build-ptxas}"
+export PATH="/usr/local/cuda/bin:$PATH"
+if [ ! -f "$BUILD/compile_commands.json" ]; then
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=90a -DAMK_HIP=OFF \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_CUDA_FLAGS="-Xptxas=-v -lineinfo" >/dev/null
+fi
+entry="$(python3 - "$BUILD/compile_commands.json" <<'EOF'
+import json, sys
+for e in json.load(open(sys.argv[1])):
+    if e['file'].endswith('vm/cuda/persistent_kernel.cu'):
+        print(e['directory'])
+        print(e['command'])
+        break
+else:
+    sys.exit('persistent_kernel.cu is not in ' + sys.argv[1])
+EOF
+)"
+dir="$(sed -n 1p <<<"$entry")"
+cmd="$(sed -n 2p <<<"$entry" | sed 's/ -o [^ ]*$//')"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+# shellcheck disable=SC2086  # the command line and the extra flags are word lists
+(cd "$dir" && eval "$cmd $* -o $out/pk.o") >"$out/ptxas.log" 2>&1 || { cat "$out/ptxas.log"; exit 1; }
+grep -B1 -E "Used [0-9]+ registers, used 2 barriers" "$out/ptxas.log" | sed 's/^ptxas info *: //'
+if [ -n "${AMK_PTXAS_ALSO:-}" ]; then
+  grep -A1 "Function properties for .*${AMK_PTXAS_ALSO}" "$out/ptxas.log" | grep -v "^--"
+fi
