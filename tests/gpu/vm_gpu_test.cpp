@@ -67,32 +67,32 @@ TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's
   // And every poll policy: by default (AMK_POLL_GATE=1) the loader polls a task's counters once,
   // then only after the task before it has finished; 0 (measuring) polls at any time, 2 only
   // after that. None may hang, whatever the staging.
-  for (int policy_index = 0; policy_index < 6; ++policy_index) {
-    const char* while_polling = policy_index % 2 == 0 ? "0" : "1";
-    const char* gate = policy_index / 2 == 0 ? "0" : policy_index / 2 == 1 ? "1" : "2";
+  for (const char* while_polling : {"0", "1"}) {
     gputest::ScopedEnv policy("AMK_STAGE_WHILE_POLLING", while_polling);
-    gputest::ScopedEnv poll_gate("AMK_POLL_GATE", gate);
-    for (int staged : {1, 2, 3, 4}) {
-      INFO("staged tasks " << staged << ", AMK_STAGE_WHILE_POLLING=" << while_polling << ", AMK_POLL_GATE=" << gate);
-      auto cimg = gputest::load(testing::toy_program(), false, 3);
-      auto gimg = gputest::load(testing::toy_program(), false, 3);
-      auto cpu = vm::make_cpu_executor(*cimg);
-      vm::GpuOptions options;
-      options.staged_tasks = staged;
-      auto gpu = make_gpu(*gimg, options);
-      const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*gpu);
-      REQUIRE(rep != nullptr);
-      INFO(rep->summary());
-      CHECK(rep->stage_while_polling == (while_polling[0] == '1'));
-      CHECK(rep->poll_gate == gate[0] - '0');
+    for (const char* gate : {"0", "1", "2"}) {
+      gputest::ScopedEnv poll_gate("AMK_POLL_GATE", gate);
+      for (int staged : {1, 2, 3, 4}) {
+        INFO("staged tasks " << staged << ", AMK_STAGE_WHILE_POLLING=" << while_polling << ", AMK_POLL_GATE=" << gate);
+        auto cimg = gputest::load(testing::toy_program(), false, 3);
+        auto gimg = gputest::load(testing::toy_program(), false, 3);
+        auto cpu = vm::make_cpu_executor(*cimg);
+        vm::GpuOptions options;
+        options.staged_tasks = staged;
+        auto gpu = make_gpu(*gimg, options);
+        const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*gpu);
+        REQUIRE(rep != nullptr);
+        INFO(rep->summary());
+        CHECK(rep->stage_while_polling == (while_polling[0] == '1'));
+        CHECK(rep->poll_gate == gate[0] - '0');
 #ifdef AMK_USE_HIP
-      CHECK(rep->loader_warps == 0);
-      CHECK(rep->staged_tasks == 1);
+        CHECK(rep->loader_warps == 0);
+        CHECK(rep->staged_tasks == 1);
 #else
-      CHECK(rep->loader_warps == 1);
-      CHECK(rep->staged_tasks == staged);
+        CHECK(rep->loader_warps == 1);
+        CHECK(rep->staged_tasks == staged);
 #endif  // AMK_USE_HIP
-      check_toy_against_cpu(*gpu, *gimg, *cpu, 300, 37, 7, 5);
+        check_toy_against_cpu(*gpu, *gimg, *cpu, 300, 37, 7, 5);
+      }
     }
   }
 }

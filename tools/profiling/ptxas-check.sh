@@ -3,7 +3,8 @@
 # sm_90a, on this machine, without a GPU: configures build-ptxas (Release, -Xptxas=-v) once, then
 # compiles vm/cuda/persistent_kernel.cu alone with that directory's exact command and the extra
 # flags given (e.g. -DAMK_NO_PREBIND), and prints ptxas's lines for the kernel and for any
-# function whose name contains $AMK_PTXAS_ALSO (e.g. loader_main). About 4 minutes on 2 cores.
+# function whose name contains $AMK_PTXAS_ALSO (e.g. loader_main). About 1.5 minutes on an idle
+# 2-core VM (the first run also configures).
 #
 # Why: a change anywhere in the kernel moves ptxas's allocation of all of it, and every build whose
 # spill stores grew past main's 60 B has been slower on the GPU (docs/PERFORMANCE.md rows 77, 123,

@@ -64,12 +64,10 @@ struct TaskSlot {
   alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
 
   /// The blob's header, and the Args behind it (the caller checked the header's tag).
-  __device__ const instructions::TaskBlobHeader& header() const {
-    return *reinterpret_cast<const instructions::TaskBlobHeader*>(blob);
-  }
+  __device__ instructions::TaskBlobHeader& header() { return *reinterpret_cast<instructions::TaskBlobHeader*>(blob); }
   template <typename Args>
-  __device__ const Args& args() const {
-    return *reinterpret_cast<const Args*>(blob + sizeof(instructions::TaskBlobHeader));
+  __device__ Args& args() {
+    return *reinterpret_cast<Args*>(blob + sizeof(instructions::TaskBlobHeader));
   }
 };
 
@@ -126,7 +124,7 @@ __device__ void stage_task(const KernelArgs& args, int32_t qi, TaskSlot& slot, i
     }
   }
   if (t == 0) {
-    if (args.blobs == nullptr) reinterpret_cast<instructions::TaskBlobHeader*>(slot.blob)->tag = -1;  // decode on the device
+    if (args.blobs == nullptr) slot.header().tag = -1;  // decode on the device
     slot.entry = args.stream != nullptr ? args.stream[qi] : WeightStreamEntry{nullptr, 0, 0};
   }
 }
@@ -400,11 +398,11 @@ inline constexpr bool kPrebind = true;
 /// barriers: 0.9 us at the head of every attention task on the H200 (docs/PERFORMANCE.md row
 /// 116). One thread (the loader's lane 0), after the warp staged the slot.
 __device__ void prebind_task(const amk_program_t& p, TaskSlot& slot) {
-  auto* h = reinterpret_cast<instructions::TaskBlobHeader*>(slot.blob);
+  instructions::TaskBlobHeader* h = &slot.header();
   if (h->tag != instructions::TaskBlobTag<instructions::AttentionTileArgs>::value ||
       h->bytes != static_cast<int32_t>(sizeof(instructions::AttentionTileArgs)) || h->op != slot.inst.op)
     return;
-  auto* a = reinterpret_cast<instructions::AttentionTileArgs*>(h + 1);
+  auto* a = &slot.args<instructions::AttentionTileArgs>();
   h->bound = 1 + instructions::bind_attention_tile_step(p, slot.inst, a);
 }
 
