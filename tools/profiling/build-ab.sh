@@ -8,7 +8,10 @@
 # drift of the machine shows as a drift, not as a difference. A table is printed last; logs go to
 # $OUT (else build-ab-logs).
 # env: AMK_SKIP_8B=1, AMK_SKIP_TESTS=1 (build amk-bench only), AMK_AB_TEST_FILTER (Catch2 filter,
-#   default [gpu]), AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128)
+#   default [gpu]), AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128),
+#   AMK_AB_PREBUILT=DIR (run DIR/NAME/amk-bench and amk_gpu_tests, built without a GPU by
+#   tools/profiling/prebuild-ab.sh, instead of building here: the variants' arguments are then
+#   only labels)
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${OUT:-$ROOT/build-ab-logs}"
@@ -27,24 +30,42 @@ done
 jobs_each=$(( ${AMK_DEVICE_JOBS:-16} / ${#names[@]} ))
 [ "$jobs_each" -ge 1 ] || jobs_each=1
 
-targets="amk-bench amk_gpu_tests"
-[ "${AMK_SKIP_TESTS:-0}" = 1 ] && targets=amk-bench
-for n in "${names[@]}"; do
-  (
-    eval "extra=(${ARGS[$n]})"  # shell words: quote an argument with spaces ('-DCMAKE_CUDA_FLAGS=a b')
-    cmake -S "$ROOT" -B "$ROOT/build-ab-$n" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=90a \
-      -DAMK_WERROR=ON -DCMAKE_CUDA_FLAGS="-Xptxas=-v -lineinfo" "${extra[@]}" >"$LOGS/configure-$n.log" 2>&1 &&
-      cmake --build "$ROOT/build-ab-$n" -j"$jobs_each" --target $targets >"$LOGS/build-$n.log" 2>&1
-    echo $? >"$LOGS/build-$n.rc"
-  ) &
-done
-wait
+bench_of() { echo "$ROOT/build-ab-$1/tools/amk-bench"; }
+tests_of() { echo "$ROOT/build-ab-$1/tests/gpu/amk_gpu_tests"; }
+if [ -n "${AMK_AB_PREBUILT:-}" ]; then
+  PRE="$(cd "$AMK_AB_PREBUILT" && pwd)"
+  bench_of() { echo "$PRE/$1/amk-bench"; }
+  tests_of() { echo "$PRE/$1/amk_gpu_tests"; }
+  # The [gpu] tests open fixtures under the tree they were built in (AMK_SOURCE_DIR).
+  src="$(cat "$PRE/SOURCE_DIR")"
+  if [ "$src" != "$ROOT" ] && [ ! -e "$src" ]; then
+    mkdir -p "$(dirname "$src")" 2>/dev/null && ln -s "$ROOT" "$src" ||
+      echo "warning: cannot link $src to $ROOT: the [gpu] tests that open fixtures will fail" >&2
+  fi
+  for n in "${names[@]}"; do
+    cp "$PRE/$n/ptxas.txt" "$LOGS/build-$n.log" 2>/dev/null || echo "no prebuilt variant $n" >"$LOGS/build-$n.log"
+    [ -x "$(bench_of "$n")" ] && echo 0 >"$LOGS/build-$n.rc" || echo "missing" >"$LOGS/build-$n.rc"
+  done
+else
+  targets="amk-bench amk_gpu_tests"
+  [ "${AMK_SKIP_TESTS:-0}" = 1 ] && targets=amk-bench
+  for n in "${names[@]}"; do
+    (
+      eval "extra=(${ARGS[$n]})"  # shell words: quote an argument with spaces ('-DCMAKE_CUDA_FLAGS=a b')
+      cmake -S "$ROOT" -B "$ROOT/build-ab-$n" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=90a \
+        -DAMK_WERROR=ON -DCMAKE_CUDA_FLAGS="-Xptxas=-v -lineinfo" "${extra[@]}" >"$LOGS/configure-$n.log" 2>&1 &&
+        cmake --build "$ROOT/build-ab-$n" -j"$jobs_each" --target $targets >"$LOGS/build-$n.log" 2>&1
+      echo $? >"$LOGS/build-$n.rc"
+    ) &
+  done
+  wait
+fi
 for n in "${names[@]}"; do
   R[$n.build]="rc=$(cat "$LOGS/build-$n.rc")"
-  R[$n.regs]="$(grep -A4 'Compiling entry function.*amk_persistent_kernel' "$LOGS/build-$n.log" | grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')"
+  R[$n.regs]="$(grep -A4 'entry function.*amk_persistent_kernel' "$LOGS/build-$n.log" | grep -oE 'Used [0-9]+ registers|[0-9]+ bytes spill stores' | tr '\n' ' ')"
   grep -E "error" "$LOGS/build-$n.log" | head -10
   if [ "${AMK_SKIP_TESTS:-0}" != 1 ]; then
-    timeout 300 "$ROOT/build-ab-$n/tests/gpu/amk_gpu_tests" "${AMK_AB_TEST_FILTER:-[gpu]}" >"$LOGS/gpu-tests-$n.log" 2>&1
+    timeout 300 "$(tests_of "$n")" "${AMK_AB_TEST_FILTER:-[gpu]}" >"$LOGS/gpu-tests-$n.log" 2>&1
     R[$n.tests]="rc=$? $(grep -E '^test cases:|^All tests passed' "$LOGS/gpu-tests-$n.log" | tail -1)"
     grep -B4 -A8 -E "FAILED" "$LOGS/gpu-tests-$n.log" | head -40
   fi
@@ -52,14 +73,14 @@ done
 
 bench() {  # variant, round, model tag, model config, ctx list
   local out="$LOGS/bench-$1-$3-$2"
-  timeout 300 "$ROOT/build-ab-$1/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/$4" --ctx "$5" \
+  timeout 300 "$(bench_of "$1")" decode --model "$ROOT/tests/fixtures/configs/$4" --ctx "$5" \
     --tokens 30 --json >"$out.json" 2>"$out.err"
   R[$1.$3]="${R[$1.$3]:-}$(python3 -c "
 import json; j = json.load(open('$out.json')); print(' '.join(f\"{r['amk_ms_per_token']:.3f}\" for r in j['results']) + ' |')
 " 2>/dev/null || echo "FAILED: $(tail -1 "$out.err") |") "
 }
 launch() {  # variant: empty launch / per task / per hop (us)
-  R[$1.launch]="${R[$1.launch]:-}$(timeout 120 "$ROOT/build-ab-$1/tools/amk-bench" launch --json 2>/dev/null | python3 -c "
+  R[$1.launch]="${R[$1.launch]:-}$(timeout 120 "$(bench_of "$1")" launch --json 2>/dev/null | python3 -c "
 import json, sys; j = json.load(sys.stdin); print(f\"{j['empty_launch_us']:.2f} ({j['empty_kernel_us']:.2f}) / {j['per_task_us']:.3f} / {j['per_hop_us']:.3f} |\")
 " 2>/dev/null || echo "FAILED |") "
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tools/profiling/prebuild-ab.sh NAME=CUDA_FLAGS... : build-ab.sh's variants built here, without a
+# GPU, so that the device call only runs them (a cold sm_90a build costs ~150 s of device time per
+# variant; here it costs wall time only). Each variant is this tree with extra nvcc flags, e.g.
+# "base=" or "inl=-DAMK_LOADER_INLINE"; its amk-bench and amk_gpu_tests go to
+# build-carry/NAME/ with ptxas's report of the persistent kernel. Then, on the device:
+#   carry [".deps/root", "build-carry"]; AMK_AB_PREBUILT=build-carry bash tools/profiling/build-ab.sh NAME=...
+# Only the CUDA flags differ between the variants: they share one build directory (build-prebuilt),
+# so the host code compiles once and each variant recompiles the CUDA translation units alone.
+# The binaries hold this tree's absolute path (the [gpu] tests' fixtures: AMK_SOURCE_DIR), recorded
+# in build-carry/SOURCE_DIR; build-ab.sh links that path to the device's tree when it is missing.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="$ROOT/build-prebuilt"
+CARRY="$ROOT/build-carry"
+export PATH="/usr/local/cuda/bin:$PATH"
+[ $# -ge 1 ] || { echo "usage: $0 NAME=CUDA_FLAGS..." >&2; exit 2; }
+rm -rf "$CARRY"
+mkdir -p "$CARRY"
+echo "$ROOT" >"$CARRY/SOURCE_DIR"
+for v in "$@"; do
+  n="${v%%=*}"
+  [[ "$n" =~ ^[a-z0-9_-]+$ ]] || { echo "bad variant name '$n' (want [a-z0-9_-]+)" >&2; exit 2; }
+  flags="-Xptxas=-v -lineinfo ${v#*=}"
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DAMK_CUDA=ON -DAMK_CUDA_ARCHITECTURES=90a -DAMK_HIP=OFF \
+    -DAMK_WERROR=ON -DCMAKE_CUDA_FLAGS="$flags" >"$CARRY/configure-$n.log" 2>&1
+  # ptxas's report is only printed when the kernel's object is rebuilt: force it.
+  find "$BUILD" -name 'persistent_kernel.cu.o' -delete
+  start=$(date +%s)
+  if ! cmake --build "$BUILD" -j"$(nproc)" --target amk-bench amk_gpu_tests >"$CARRY/build-$n.log" 2>&1; then
+    grep -E "error" "$CARRY/build-$n.log" | head -20
+    echo "variant $n: build failed (log: $CARRY/build-$n.log)" >&2
+    exit 1
+  fi
+  mkdir -p "$CARRY/$n"
+  cp "$BUILD/tools/amk-bench" "$BUILD/tests/gpu/amk_gpu_tests" "$CARRY/$n/"
+  echo "$flags" >"$CARRY/$n/FLAGS"
+  grep -A4 'Compiling entry function.*amk_persistent_kernel' "$CARRY/build-$n.log" | sed 's/^ptxas info *: //' >"$CARRY/$n/ptxas.txt"
+  echo "$n [$flags] built in $(( $(date +%s) - start )) s: $(grep -oE '[0-9]+ bytes spill (stores|loads)' "$CARRY/$n/ptxas.txt" | tr '\n' ' ')"
+done
+du -sh "$CARRY"
