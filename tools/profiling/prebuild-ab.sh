@@ -3,7 +3,7 @@
 # GPU, so that the device call only runs them (a cold sm_90a build costs ~150 s of device time per
 # variant; here it costs wall time only). Each variant is this tree with extra nvcc flags, e.g.
 # "base=" or "inl=-DAMK_LOADER_INLINE"; its amk-bench and amk_gpu_tests go to
-# build-carry/NAME/ with ptxas's report of the persistent kernel. Then, on the device:
+# build-carry/NAME/ (tools/, tests/gpu/, as in a build directory) with ptxas's report of the persistent kernel. Then, on the device:
 #   carry [".deps/root", "build-carry"]; AMK_AB_PREBUILT=build-carry bash tools/profiling/build-ab.sh NAME=...
 # Only the CUDA flags differ between the variants: they share one build directory (build-prebuilt),
 # so the host code compiles once and each variant recompiles the CUDA translation units alone.
@@ -32,8 +32,9 @@ for v in "$@"; do
     echo "variant $n: build failed (log: $CARRY/build-$n.log)" >&2
     exit 1
   fi
-  mkdir -p "$CARRY/$n"
-  cp "$BUILD/tools/amk-bench" "$BUILD/tests/gpu/amk_gpu_tests" "$CARRY/$n/"
+  mkdir -p "$CARRY/$n/tools" "$CARRY/$n/tests/gpu"  # a build directory's layout: AMK_DEVICE_BUILD=build-carry/NAME
+  cp "$BUILD/tools/amk-bench" "$CARRY/$n/tools/"       # serves env-ab.sh and decode-variants.sh too
+  cp "$BUILD/tests/gpu/amk_gpu_tests" "$CARRY/$n/tests/gpu/"
   echo "$flags" >"$CARRY/$n/FLAGS"
   grep -A4 'Compiling entry function.*amk_persistent_kernel' "$CARRY/build-$n.log" | sed 's/^ptxas info *: //' >"$CARRY/$n/ptxas.txt"
   echo "$n [$flags] built in $(( $(date +%s) - start )) s: $(grep -oE '[0-9]+ bytes spill (stores|loads)' "$CARRY/$n/ptxas.txt" | tr '\n' ' ')"
