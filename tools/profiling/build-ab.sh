@@ -36,13 +36,13 @@ if [ -n "${AMK_AB_PREBUILT:-}" ]; then
   PRE="$(cd "$AMK_AB_PREBUILT" && pwd)"
   bench_of() { echo "$PRE/$1/tools/amk-bench"; }
   tests_of() { echo "$PRE/$1/tests/gpu/amk_gpu_tests"; }
-  # The [gpu] tests open fixtures under the tree they were built in (AMK_SOURCE_DIR).
-  src="$(cat "$PRE/SOURCE_DIR")"
-  if [ "$src" != "$ROOT" ] && [ ! -e "$src" ]; then
-    mkdir -p "$(dirname "$src")" 2>/dev/null && ln -s "$ROOT" "$src" ||
-      echo "warning: cannot link $src to $ROOT: the [gpu] tests that open fixtures will fail" >&2
-  fi
   for n in "${names[@]}"; do
+    # The [gpu] tests open fixtures under the tree they were built in (AMK_SOURCE_DIR).
+    src="$(cat "$PRE/$n/SOURCE_DIR" 2>/dev/null || echo "$ROOT")"
+    if [ "$src" != "$ROOT" ] && [ ! -e "$src" ]; then
+      { mkdir -p "$(dirname "$src")" && ln -s "$ROOT" "$src"; } 2>/dev/null ||
+        echo "warning: cannot link $src to $ROOT: the [gpu] tests that open fixtures will fail" >&2
+    fi
     cp "$PRE/$n/ptxas.txt" "$LOGS/build-$n.log" 2>/dev/null || echo "no prebuilt variant $n" >"$LOGS/build-$n.log"
     [ -x "$(bench_of "$n")" ] && echo 0 >"$LOGS/build-$n.rc" || echo "missing" >"$LOGS/build-$n.rc"
   done
