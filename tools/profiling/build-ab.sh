@@ -9,7 +9,7 @@
 # $OUT (else build-ab-logs).
 # env: AMK_SKIP_8B=1, AMK_SKIP_TESTS=1 (build amk-bench only), AMK_AB_TEST_FILTER (Catch2 filter,
 #   default [gpu]), AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128),
-#   AMK_AB_PREBUILT=DIR (run DIR/NAME/tools/amk-bench and tests/gpu/amk_gpu_tests, built without a GPU by
+#   AMK_AB_PREBUILT=DIR or its .tar.gz (run DIR/NAME/tools/amk-bench and tests/gpu/amk_gpu_tests, built without a GPU by
 #   tools/profiling/prebuild-ab.sh, instead of building here: the variants' arguments are then
 #   only labels)
 set -u -o pipefail
@@ -33,7 +33,12 @@ jobs_each=$(( ${AMK_DEVICE_JOBS:-16} / ${#names[@]} ))
 bench_of() { echo "$ROOT/build-ab-$1/tools/amk-bench"; }
 tests_of() { echo "$ROOT/build-ab-$1/tests/gpu/amk_gpu_tests"; }
 if [ -n "${AMK_AB_PREBUILT:-}" ]; then
-  PRE="$(cd "$AMK_AB_PREBUILT" && pwd)"
+  PRE="$AMK_AB_PREBUILT"
+  if [[ "$PRE" == *.tar.gz ]]; then  # prebuild-ab.sh's pack: unpacked beside it
+    tar xzf "$PRE" -C "$(dirname "$PRE")" || exit 2
+    PRE="$(dirname "$PRE")/$(tar tzf "$PRE" | head -1 | cut -d/ -f1)"
+  fi
+  PRE="$(cd "$PRE" && pwd)"
   bench_of() { echo "$PRE/$1/tools/amk-bench"; }
   tests_of() { echo "$PRE/$1/tests/gpu/amk_gpu_tests"; }
   for n in "${names[@]}"; do

@@ -4,7 +4,8 @@
 # variant; here it costs wall time only). Each variant is this tree with extra nvcc flags, e.g.
 # "base=" or "inl=-DAMK_LOADER_INLINE"; its amk-bench and amk_gpu_tests go to build-carry/NAME/
 # (tools/, tests/gpu/: a build directory's layout) with ptxas's report of the kernel. On the device:
-#   carry [".deps/root", "build-carry"]; AMK_AB_PREBUILT=build-carry bash tools/profiling/build-ab.sh NAME=...
+#   carry [".deps/root", "build-pack"]; AMK_AB_PREBUILT=build-pack/build-carry.tar.gz bash tools/profiling/build-ab.sh NAME=...
+# (the variants gathered so far, packed: a call carries 64 MiB at most).
 # Only the CUDA flags differ between the variants: they share one build directory (build-prebuilt),
 # so the host code compiles once and each variant recompiles the CUDA translation units alone.
 # The binaries hold this tree's absolute path (the [gpu] tests' fixtures: AMK_SOURCE_DIR), recorded
@@ -41,4 +42,8 @@ for v in "$@"; do
   grep -A4 'Compiling entry function.*amk_persistent_kernel' "$CARRY/build-$n.log" | sed 's/^ptxas info *: //' >"$CARRY/$n/ptxas.txt"
   echo "$n [$flags] built in $(( $(date +%s) - start )) s: $(grep -oE '[0-9]+ bytes spill (stores|loads)' "$CARRY/$n/ptxas.txt" | tr '\n' ' ')"
 done
-du -sh "$CARRY"
+# Packed: a variant's two binaries are ~27 MB, ~7.5 MB gzipped, and a call carries 64 MiB at most.
+PACK="$(dirname "$CARRY")/build-pack/$(basename "$CARRY").tar.gz"
+mkdir -p "$(dirname "$PACK")"
+tar czf "$PACK" -C "$(dirname "$CARRY")" "$(basename "$CARRY")"
+echo "variants: $(ls "$CARRY" | tr '\n' ' ')-> $PACK ($(du -h "$PACK" | cut -f1))"
