@@ -45,5 +45,5 @@ done
 # Packed: a variant's two binaries are ~27 MB, ~7.5 MB gzipped, and a call carries 64 MiB at most.
 PACK="$(dirname "$CARRY")/build-pack/$(basename "$CARRY").tar.gz"
 mkdir -p "$(dirname "$PACK")"
-tar czf "$PACK" -C "$(dirname "$CARRY")" "$(basename "$CARRY")"
-echo "variants: $(ls "$CARRY" | tr '\n' ' ')-> $PACK ($(du -h "$PACK" | cut -f1))"
+tar czf "$PACK" --exclude="*.log" -C "$(dirname "$CARRY")" "$(basename "$CARRY")"
+echo "variants: $(cd "$CARRY" && ls -d -- */ | tr -d / | tr '\n' ' ')-> $PACK ($(du -h "$PACK" | cut -f1))"
