@@ -13,22 +13,35 @@ int32_t attention_combine_ref(const amk_program_t& prog, const amk_instruction_t
   AMK_TRY_DEV(decode_attention_combine(prog, inst, &a));
   const int64_t hd = a.head_dim, width = hd + 2;
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  const int32_t n = a.k * a.rows;  // partial j: row j / k of operand j % k
+  const int64_t row = a.parts[0].numel / a.rows;
+  const auto load = [&](int32_t j, int64_t i) { return a.parts[j % a.k].load((j / a.k) * row + i); };
   std::vector<float> acc(static_cast<size_t>(hd));
-  float w[AMK_MAX_INPUTS];
+  float w[kMaxCombinePartials];
   for (int64_t h = a.h_begin; h < a.h_end; ++h) {
     const int64_t o = h * width;
     float big_m = neg_inf;
-    for (int32_t p = 0; p < a.k; ++p) big_m = std::fmax(big_m, a.parts[p].load(o + hd));
+    for (int32_t j = 0; j < n; ++j) big_m = std::fmax(big_m, load(j, o + hd));
+    // Each row's sums in operand order, then the rows' sums in row order: the device's grouping
+    // (one lane per row, attention_combine_f32).
     float l = 0.0f;
-    for (int32_t p = 0; p < a.k; ++p) {
-      const float mp = a.parts[p].load(o + hd);
-      w[p] = mp == neg_inf ? 0.0f : std::exp(mp - big_m);
-      l += w[p] * a.parts[p].load(o + hd + 1);
+    for (int32_t r = 0; r < a.rows; ++r) {
+      float lr = 0.0f;
+      for (int32_t j = r * a.k; j < (r + 1) * a.k; ++j) {
+        const float mj = load(j, o + hd);
+        w[j] = mj == neg_inf ? 0.0f : std::exp(mj - big_m);
+        lr += w[j] * load(j, o + hd + 1);
+      }
+      l += lr;
     }
     for (int64_t d = 0; d < hd; ++d) {
       float s = 0.0f;
-      for (int32_t p = 0; p < a.k; ++p)
-        if (w[p] != 0.0f) s += w[p] * a.parts[p].load(o + d);
+      for (int32_t r = 0; r < a.rows; ++r) {
+        float sr = 0.0f;
+        for (int32_t j = r * a.k; j < (r + 1) * a.k; ++j)
+          if (w[j] != 0.0f) sr += w[j] * load(j, o + d);
+        s += sr;
+      }
       acc[static_cast<size_t>(d)] = s;
     }
     for (int64_t d = 0; d < hd; ++d) a.y.store(h * hd + d, l > 0.0f ? acc[static_cast<size_t>(d)] / l : 0.0f);

@@ -61,6 +61,9 @@ AMK_HD int32_t decode_attention_tile_static(const amk_program_t& p, const amk_in
   AMK_TRY_DEV(bind_input(p, inst, 1, &a->k));
   AMK_TRY_DEV(bind_input(p, inst, 2, &a->v));
   AMK_TRY_DEV(bind_output(p, inst, 0, &a->out));
+  // A stacked output [S, n_heads * width] (split-KV partials, docs/OPCODES.md): the task writes
+  // its row m_off.
+  AMK_TRY_DEV(select_row(&a->out, inst.params.m_off));
   a->has_bias = !a->rope_fresh && inst.n_inputs == 4;
   if (a->has_bias) AMK_TRY_DEV(bind_input(p, inst, 3, &a->bias));
   AMK_TRY_DEV(require_float(a->q));

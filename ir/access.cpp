@@ -1,5 +1,5 @@
 // ir/access.cpp: the per-opcode access model of docs/OPCODES.md (whole buffers by default; tiles
-// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE and FUSED ROPE_ATTENTION, a head-tiled
+// for GEMV_TILE, GEMM_TILE, ATTENTION_TILE and FUSED ROPE_ATTENTION (a row of a stacked output), a head-tiled
 // ATTENTION_COMBINE, SAMPLE_ARGMAX tiles and the FUSED GEMV recipes; KV_APPEND reads its cache).
 // Regions are exactly what the kernel touches, even when a tile lies outside its buffer: validate()
 // reports such a tile as tile.bounds, and the race analysis still sees the real footprint.
@@ -160,6 +160,14 @@ void attention_tile(Emitter& e) {
   e.read(0, &q);
   e.rest(1, false);
   Region out = col_tile(e.out_buf(0), mul_sat(h.n_off, width), mul_sat(h.n_off + h.n_tile, width));
+  // A stacked output [S, n_heads * width] (split-KV partials): only its row m_off. Other ranks
+  // are one row; a mistyped m_off means the whole column tile.
+  const Buffer* ob = e.out_buf(0);
+  if (ob != nullptr && ob->shape.size() == 2 && (!p.has("m_off") || p.get_int("m_off"))) {
+    const int64_t m_off = int_or(p, "m_off", 0);
+    out.row_begin = m_off;
+    out.row_end = m_off + 1;
+  }
   e.write(0, &out);
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }

@@ -32,6 +32,9 @@ inline constexpr int kMaxInputs = 8;
 inline constexpr int kMaxOutputs = 4;
 inline constexpr int kMaxWaits = 8;
 inline constexpr int kMaxRank = 4;
+/// ATTENTION_COMBINE merges at most this many partials (operands x their stacked rows; an amk
+/// limit, instructions/attention_combine.h keeps the same).
+inline constexpr int kMaxCombinePartials = 16;
 
 /// Spec names ("BF16", "GEMV_TILE", ...) and the reverse look-ups; nullopt for unknown names.
 std::string_view dtype_name(DType d);

@@ -127,6 +127,19 @@ void TaskShapes::attention(bool bias_input) {
   if (tile && tile->second * width > cols(out(0)))
     fail("tile.bounds", "output cols [" + s(tile->first * width) + ", " + s(tile->second * width) +
                             ") are not inside the " + s(cols(out(0))) + " columns of " + name(out(0)), out(0));
+  // The kernels write n_heads * width elements: the whole output, or its row m_off when it is a
+  // rank-2 stack of such rows (split-KV partials, docs/OPCODES.md).
+  const Buffer* o = out(0);
+  if (o == nullptr) return;
+  if (o->shape.size() == 2) {
+    expect(o, "last dimension", cols(o), *nh * width, "a rank-2 output stacks rows of n_heads * width");
+    if (auto m_off = p("m_off"); m_off && (*m_off < 0 || *m_off >= rows(o)))
+      fail("tile.bounds", "m_off " + s(*m_off) + " is not a row of " + name(o) + " (" + s(rows(o)) + " rows)", o);
+  } else {
+    expect(o, "numel", numel(o), *nh * width, "n_heads * width");
+    if (auto m_off = p("m_off"); m_off && *m_off != 0)
+      fail("tile.bounds", "m_off " + s(*m_off) + " selects a row, but " + name(o) + " is not a rank-2 stack", o);
+  }
 }
 
 std::optional<std::pair<int64_t, int64_t>> TaskShapes::head_tile(int64_t nh, const char* what) {
@@ -154,8 +167,21 @@ void TaskShapes::combine() {
     fail("shape", "a head tile (n_off / N_tile) needs head_dim and n_heads as integers");
     return;
   }
+  const int64_t stacked = in(0)->shape.size() == 2 ? rows(in(0)) : 1;  // partials per operand
+  for (size_t i = 1; i < task_.inputs.size(); ++i)
+    if (in(i) != nullptr && (in(i)->shape.size() == 2 ? rows(in(i)) : 1) != stacked)
+      fail("shape", name(in(i)) + " stacks a different number of partials than " + name(in(0)), in(i));
+  if (stacked * static_cast<int64_t>(task_.inputs.size()) > kMaxCombinePartials)
+    fail("shape", "ATTENTION_COMBINE merges at most " + s(kMaxCombinePartials) + " partials; " +
+                      s(static_cast<int64_t>(task_.inputs.size())) + " operands of " + s(stacked) + " rows are " +
+                      s(stacked * static_cast<int64_t>(task_.inputs.size())));
+  if (stacked != 1 && !(hd && nh)) {
+    fail("shape", "stacked partials (rank 2) need head_dim and n_heads as integers");
+    return;
+  }
   if (hd && nh) {
-    expect(in(0), "numel", numel(in(0)), *nh * (*hd + 2), "n_heads * (head_dim + 2)");
+    expect(in(0), stacked != 1 ? "last dimension" : "numel", stacked != 1 ? cols(in(0)) : numel(in(0)),
+           *nh * (*hd + 2), "n_heads * (head_dim + 2)");
     expect(y, "numel", numel(y), *nh * *hd, "n_heads * head_dim");
     if (tiled) head_tile(*nh, "heads");
   } else {

@@ -36,26 +36,34 @@ bool is_builtin_fusion_group(const std::string& text) {
   return false;
 }
 
-int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq) {
+int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq) {
   if (preset.kv_partitions > 0) return preset.kv_partitions;
   // One partition per 2048 cache rows, so a long context spreads over SMs while a short one
-  // leaves the extra partitions empty (they exit at once); past 6144 rows, 8 (with two query
-  // heads per task, decode_preset_heads_per_task). H200, 1B shape, max_seq 8192, ctx 128 / 8192
-  // with the tensor-core attention: 4 partitions of one head 1.324 / 1.653 ms, 8 of two heads
-  // 1.332 / 1.520 (docs/PERFORMANCE.md, row 105); H100, before it: 4 partitions 2.46 / 2.79,
-  // 8 of one head 2.70 / 3.12 (row 28: 8 x 32 heads is two attention tasks per SM).
+  // leaves the extra partitions empty (they exit at once); past 6144 rows, 16 when a KV head's
+  // query heads (a GQA group of 4 to 8) share one task, else 8 (with two query heads per task,
+  // decode_preset_heads_per_task): either way about one attention task per SM on a 1B / 8B shape
+  // (8 KV heads x 16). H200, 1B shape, max_seq 8192, ctx 128 / 8192 with the tensor-core
+  // attention: 4 partitions of one head 1.324 / 1.653 ms, 8 of two heads 1.332 / 1.520
+  // (docs/PERFORMANCE.md, row 105); an attention task's time is ~7.8 us + ~9.6 us per 1000 keys
+  // whatever its query heads (row 127), so 16 of four heads halve the keys per task (row 128).
+  // H100, before: 4 partitions 2.46 / 2.79, 8 of one head 2.70 / 3.12 (row 28: 8 x 32 heads is two
+  // attention tasks per SM).
   const int64_t p = std::clamp<int64_t>((max_seq + 2047) / 2048, 1, 4);
-  return p == 4 ? kMaxKvPartitions : p;
+  if (p < 4) return p;
+  const int64_t group = model.gqa_group();
+  return group >= 4 && group <= 8 ? kMaxKvPartitions : kMaxCombineOperands;
 }
 
 int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq) {
   const int64_t n_heads = std::max<int64_t>(1, model.num_attention_heads);
   if (preset.heads_per_task > 0) return std::clamp<int64_t>(preset.heads_per_task, 1, n_heads);
   // Auto: one query head per task, so the GQA group's heads run on separate SMs (attention at
-  // decode is latency-bound); two (of one KV head) at 8 partitions, which keeps the attention
-  // tasks at one per SM and reads each K / V row once for both (the tensor-core path runs a KV
-  // head's query heads in one pass; row 105).
-  return decode_preset_kv_partitions(preset, max_seq) >= kMaxKvPartitions && model.gqa_group() % 2 == 0 ? 2 : 1;
+  // decode is latency-bound); at 8 partitions two (of one KV head), at 16 the whole group: the
+  // tensor-core path runs a KV head's query heads (up to 8) in one pass, reading each K / V row
+  // once for all of them, and keeps the attention tasks at about one per SM (rows 105, 128).
+  const int64_t parts = decode_preset_kv_partitions(preset, model, max_seq);
+  if (parts > kMaxCombineOperands && model.gqa_group() >= 1) return std::min(model.gqa_group(), n_heads);
+  return parts >= kMaxCombineOperands && model.gqa_group() % 2 == 0 ? 2 : 1;
 }
 
 std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {
@@ -67,7 +75,7 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
     if (!dropped) j["fusion_grouping"].push_back(group);
   }
   j["sm_assignment"] = tiling.sm_assignment;
-  j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, max_seq);
+  j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, model, max_seq);
   j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model, max_seq);
   const int64_t h = model.hidden_size, q = model.q_dim(), inter = model.intermediate_size, kv = model.kv_dim();
   struct Proj {

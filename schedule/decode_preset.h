@@ -33,11 +33,11 @@ struct DecodePreset {
   /// How tasks go to SMs (ScheduleConfig sm_assignment): stage_balance evens each stage's bytes,
   /// which is what a stage's latency depends on (docs/SCHEDULE.md).
   std::string sm_assignment = "stage_balance";
-  /// > 0: split-KV partitions per head (1..8); 0: one per 2048 rows of max_seq up to 6144 rows,
-  /// 8 beyond (decode_preset_kv_partitions).
+  /// > 0: split-KV partitions per head (1..8 or 16); 0: one per 2048 rows of max_seq up to 6144
+  /// rows, 16 beyond for a GQA group of 4 to 8, else 8 (decode_preset_kv_partitions).
   int64_t kv_partitions = 0;
-  /// > 0: query heads per attention task (clamped to [1, n_heads]); 0: 1, or 2 at 8 partitions
-  /// (decode_preset_heads_per_task). One head per task beat a KV head's query heads sharing a
+  /// > 0: query heads per attention task (clamped to [1, n_heads]); 0: 1, or 2 at 8 partitions,
+  /// or the GQA group at 16 (decode_preset_heads_per_task). One head per task beat a KV head's query heads sharing a
   /// pass in the scalar attention (row 56); with the tensor-core path, two heads a task at 8
   /// partitions beat one at 4 at ctx 8192 (docs/PERFORMANCE.md, row 105).
   int64_t heads_per_task = 0;
@@ -49,8 +49,8 @@ struct DecodePreset {
 /// Whether `text` ("rope,kv_append", any order) names one of fusion_all_groups().
 bool is_builtin_fusion_group(const std::string& text);
 
-/// The split-KV partitions per head the preset gives a KV cache of `max_seq` rows.
-int64_t decode_preset_kv_partitions(const DecodePreset& preset, int64_t max_seq);
+/// The split-KV partitions per head the preset gives `model`'s KV cache of `max_seq` rows.
+int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq);
 
 /// The query heads per attention task the preset gives `model`.
 int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq);

@@ -80,12 +80,17 @@ Result<TilingPlan> tiling_plan(const ir::ScheduleConfig& config, const ModelConf
   const auto& attn = params_of("attention");
   const int64_t max_p = std::min(kMaxKvPartitions, max_seq);
   if (Status s = read_knob(attn, "attention", "kv_partitions", 1, max_p,
-                           "ATTENTION_COMBINE takes <= 8 partials and each needs >= 1 cache row of max_seq " +
-                               std::to_string(max_seq),
+                           "ATTENTION_COMBINE merges <= " + std::to_string(kMaxKvPartitions) +
+                               " partials and each needs >= 1 cache row of max_seq " + std::to_string(max_seq),
                            plan.kv_partitions);
       !s) {
     return s;
   }
+  if (plan.kv_partitions > kMaxCombineOperands && plan.kv_partitions % kMaxCombineOperands != 0)
+    return Status(StatusCode::InvalidArgument,
+                  "tiling.attention.kv_partitions " + std::to_string(plan.kv_partitions) + " must be at most " +
+                      std::to_string(kMaxCombineOperands) + " or a multiple of it (ATTENTION_COMBINE takes " +
+                      std::to_string(kMaxCombineOperands) + " operands, each a stack of equal rows)");
   plan.heads_per_task = model.gqa_group();
   if (Status s = read_knob(attn, "attention", "heads_per_task", 1, model.num_attention_heads,
                            "num_attention_heads", plan.heads_per_task);

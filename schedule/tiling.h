@@ -15,8 +15,11 @@ namespace amk::schedule {
 
 /// Default GEMV tile width when neither `gemv` nor the projection sets N_tile.
 inline constexpr int64_t kDefaultGemvNTile = 256;
-/// ATTENTION_COMBINE takes at most 8 partials (the ABI's input cap).
-inline constexpr int64_t kMaxKvPartitions = 8;
+/// Split-KV partitions: ATTENTION_COMBINE takes at most 8 operands (the ABI's input cap), each
+/// one partial or a rank-2 stack of them, and merges at most ir::kMaxCombinePartials in all. Up
+/// to 8 partitions get an operand each; more must be a multiple of 8 (P / 8 rows per operand).
+inline constexpr int64_t kMaxKvPartitions = ir::kMaxCombinePartials;
+inline constexpr int64_t kMaxCombineOperands = ir::kMaxInputs;
 
 /// The projections a `tiling` entry may name, in lowering order.
 const std::vector<std::string>& projection_names();
@@ -38,6 +41,9 @@ struct TilingPlan {
   /// Cache rows of partition p: [p*S/P, (p+1)*S/P) (integer division), so the P slices cover
   /// [0, S) exactly, differ in length by at most one row, and none is empty (P <= S).
   Span kv_partition(int64_t p, int64_t max_seq) const;
+  /// Partials stacked per ATTENTION_COMBINE operand: 1 up to 8 partitions, else P / 8. Partition
+  /// p writes row p / 8 of operand p % 8, so the combine (row by row) merges them in partition order.
+  int64_t kv_rows() const { return kv_partitions > kMaxCombineOperands ? kv_partitions / kMaxCombineOperands : 1; }
 };
 
 /// Resolve and check `config.tiling` for `model` at `max_seq`. Unknown archetypes or params and

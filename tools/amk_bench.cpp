@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
           ->capture_default_str(),
       decode
           ->add_option("--kv-partitions", dopt.tiling.kv_partitions,
-                       "built-in schedule: split-KV partitions per head (0 = one per 2048 rows of max_seq, 8 past 6144 rows)")
+                       "built-in schedule: split-KV partitions per head, at most 8 or 16 (0 = one per 2048 rows of max_seq, 8 past 6144 rows)")
           ->check(knob_range("kv_partitions"))
           ->capture_default_str(),
       decode

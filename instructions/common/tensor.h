@@ -88,6 +88,26 @@ AMK_HD int32_t bind_output(const amk_program_t& p, const amk_instruction_t& inst
   if (i < 0 || i >= inst.n_outputs || i >= AMK_MAX_OUTPUTS) return AMK_DEVERR_BAD_PARAMS;
   return tensor_bind(p, inst.outputs[i], t);
 }
+/// Rows of a stacked operand (split-KV partials, docs/OPCODES.md): shape[0] of a rank-2 tensor;
+/// any other rank is one row.
+AMK_HD int64_t stacked_rows(const Tensor& t) { return t.rank == 2 ? t.shape[0] : 1; }
+/// Narrow a float tensor to its row r (a rank-1 view of a rank-2 tensor; a tensor of any other
+/// rank is its own row 0). BAD_PARAMS when r is not a row.
+AMK_HD int32_t select_row(Tensor* t, int64_t r) {
+  if (r < 0 || r >= stacked_rows(*t)) return AMK_DEVERR_BAD_PARAMS;
+  if (t->rank != 2) return AMK_DEVERR_NONE;
+  if (!dtype_is_float(t->dtype)) return AMK_DEVERR_BAD_DTYPE;
+  const int64_t elem_bytes = t->dtype == AMK_DTYPE_F32 ? 4 : 2;
+  t->ptr = static_cast<char*>(t->ptr) + r * t->stride[0] * elem_bytes;
+  t->rank = 1;
+  t->shape[0] = t->shape[1];
+  t->stride[0] = t->stride[1];
+  t->shape[1] = 0;
+  t->stride[1] = 0;
+  t->numel = t->shape[0];
+  t->contiguous = t->stride[0] == 1;
+  return AMK_DEVERR_NONE;
+}
 /// BAD_PARAMS unless lo <= n_inputs <= hi and the instruction has at least `outs` outputs.
 AMK_HD int32_t check_arity(const amk_instruction_t& inst, int32_t lo, int32_t hi, int32_t outs) {
   if (inst.n_inputs < lo || inst.n_inputs > hi || inst.n_inputs > AMK_MAX_INPUTS) return AMK_DEVERR_BAD_PARAMS;

@@ -234,6 +234,61 @@ TEST_CASE("gpu ATTENTION_COMBINE head tiles on separate workers match the CPU re
     CHECK(st.is_ok());
   }
 }
+TEST_CASE("gpu 16 split-KV partitions in stacked partials (m_off rows) match the CPU reference",
+          "[gpu][op:attention_tile][op:attention_combine]") {
+  gputest::require_gpu();
+  // The preset's long-context layout: 16 partitions, 8 combine operands of 2 rows each, every
+  // attention task one KV head's 4 query heads (head_dim 64: the tensor-core path; 128: scalar).
+  for (int64_t hd : {int64_t{64}, int64_t{128}}) {
+    for (int32_t pos : {20, 250}) {  // pos 20: partitions 2..15 are empty, so rows 1 too
+      const int64_t n_kv = 2, n_heads = 8, S = 256, chunk = 16, row = n_heads * (hd + 2);
+      INFO("head_dim " << hd << " pos " << pos);
+      gputest::ProgramBuilder b;
+      const int q = b.buffer("q", BufferKind::IoInput, DType::BF16, {n_heads * hd});
+      const int k = b.buffer("k_cache", BufferKind::KvCache, DType::BF16, {S, n_kv * hd});
+      const int v = b.buffer("v_cache", BufferKind::KvCache, DType::BF16, {S, n_kv * hd});
+      std::vector<int> stacks;
+      for (int i = 0; i < 8; ++i)
+        stacks.push_back(b.buffer("stack" + std::to_string(i), BufferKind::Activation, DType::F32, {2, row}));
+      const int out = b.buffer("out", BufferKind::IoOutput, DType::BF16, {n_heads * hd});
+      int worker = 0;
+      for (int p = 0; p < 16; ++p) {
+        for (int64_t g = 0; g < n_kv; ++g) {
+          ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {stacks[static_cast<size_t>(p % 8)]}, worker % 4,
+                               "attn.p" + std::to_string(p) + ".g" + std::to_string(g));
+          ++worker;
+          a.params.set("head_dim", hd);
+          a.params.set("n_heads", n_heads);
+          a.params.set("n_kv_heads", n_kv);
+          a.params.set("kv_start", chunk * p);
+          a.params.set("kv_len", chunk);
+          a.params.set("scale", 0.1);
+          a.params.set("n_off", g * n_heads / n_kv);
+          a.params.set("N_tile", n_heads / n_kv);
+          a.params.set("m_off", int64_t{p / 8});  // partition p: row p / 8 of operand p % 8
+          a.params.set("flags", ir::kFlagStepKv | ir::kFlagPartialWrite);
+        }
+      }
+      std::vector<std::pair<int, int>> all_attention;  // task i signals counter i (gputest::ProgramBuilder)
+      for (int t = 0; t < worker; ++t) all_attention.push_back({t, 1});
+      for (int64_t h0 = 0; h0 < n_heads; h0 += 4) {
+        ir::Task& c = b.task(Opcode::AttentionCombine, stacks, {out}, static_cast<int>(h0 / 4),
+                             "combine.h" + std::to_string(h0), all_attention);
+        c.params.set("head_dim", hd);
+        c.params.set("n_heads", n_heads);
+        c.params.set("n_off", h0);
+        c.params.set("N_tile", int64_t{4});
+      }
+      gputest::CompareOptions o;
+      o.pos = pos;
+      o.outputs = {out, stacks[0], stacks[7]};
+      Status st = gputest::compare_with_cpu(b.p, o);
+      INFO(st.message());
+      CHECK(st.is_ok());
+    }
+  }
+}
+
 namespace {
 
 /// FUSED ROPE_ATTENTION over 2 KV heads in `parts` partitions of S / parts rows (PARTIAL_WRITE

@@ -114,7 +114,7 @@ TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logi
   // max_seq 256: one KV partition; 4096: two partitions per head and the head-tiled combine.
   for (const int64_t max_seq : {int64_t{256}, int64_t{4096}}) {
     INFO("max_seq " << max_seq << " on " << sms << " SMs");
-    REQUIRE(schedule::decode_preset_kv_partitions(schedule::DecodePreset{}, max_seq) == (max_seq > 2048 ? 2 : 1));
+    REQUIRE(schedule::decode_preset_kv_partitions(schedule::DecodePreset{}, *model, max_seq) == (max_seq > 2048 ? 2 : 1));
     auto cfg = schedule::schedule_config_from_json_text(
         schedule::decode_preset_json(*model, sms, max_seq, schedule::DecodePreset{}), "gpu-decode preset");
     INFO(cfg.status().message());

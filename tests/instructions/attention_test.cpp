@@ -201,6 +201,66 @@ TEST_CASE("ATTENTION_TILE partials merged by ATTENTION_COMBINE equal unsplit att
   }
 }
 
+TEST_CASE("ATTENTION_TILE rows of stacked partials (m_off) merge as separate partials do",
+          "[instructions][op:attention_tile][op:attention_combine]") {
+  const Shape s{4, 2, 64, 40};
+  const int64_t W = s.hd + 2;
+  RefProgram p;
+  const auto qv = random_values(4 * 64, 83, AMK_DTYPE_BF16, -3, 3);
+  const auto kv = random_values(40 * 2 * 64, 84, AMK_DTYPE_BF16, -3, 3);
+  const auto vv = random_values(40 * 2 * 64, 85, AMK_DTYPE_BF16);
+  const int32_t q = p.add(AMK_DTYPE_BF16, {256}, qv), k = p.add(AMK_DTYPE_BF16, {40, 128}, kv);
+  const int32_t v = p.add(AMK_DTYPE_BF16, {40, 128}, vv);
+  // Four partitions: separate partials, and the same four as rows of two [2, 4W] stacks (partition
+  // j is row j / 2 of operand j % 2: the combine's order), each head group written by its own task.
+  std::vector<int32_t> separate, stacked{p.add(AMK_DTYPE_F32, {2, 4 * W}), p.add(AMK_DTYPE_F32, {2, 4 * W})};
+  for (int64_t j = 0; j < 4; ++j) {
+    separate.push_back(p.add(AMK_DTYPE_F32, {4 * W}));
+    REQUIRE(p.run(attention_inst(q, k, v, separate.back(), s, 10 * j, 10, AMK_FLAG_PARTIAL_WRITE)) == AMK_DEVERR_NONE);
+    for (int64_t h0 : {0, 2}) {
+      auto inst = attention_inst(q, k, v, stacked[static_cast<size_t>(j % 2)], s, 10 * j, 10, AMK_FLAG_PARTIAL_WRITE);
+      inst.params.n_off = static_cast<int32_t>(h0);
+      inst.params.N_tile = 2;
+      inst.params.m_off = static_cast<int32_t>(j / 2);
+      REQUIRE(p.run(inst) == AMK_DEVERR_NONE);
+    }
+    const auto row = p.values(stacked[static_cast<size_t>(j % 2)]);
+    const auto alone = p.values(separate.back());
+    for (int64_t i = 0; i < 4 * W; ++i) CHECK(row[static_cast<size_t>((j / 2) * 4 * W + i)] == alone[static_cast<size_t>(i)]);
+  }
+  const int32_t y_sep = p.add(AMK_DTYPE_F32, {256}), y_stack = p.add(AMK_DTYPE_F32, {256});
+  auto comb = make_inst(AMK_OP_ATTENTION_COMBINE, separate, {y_sep});
+  comb.params.head_dim = 64;
+  comb.params.n_heads = 4;
+  REQUIRE(p.run(comb) == AMK_DEVERR_NONE);
+  auto comb2 = make_inst(AMK_OP_ATTENTION_COMBINE, stacked, {y_stack});
+  comb2.params.head_dim = 64;
+  comb2.params.n_heads = 4;
+  REQUIRE(p.run(comb2) == AMK_DEVERR_NONE);
+  // The same partials: equal up to the grouping of the sums (each row's, then the rows').
+  const auto ys = p.values(y_stack), yp = p.values(y_sep);
+  for (size_t i = 0; i < ys.size(); ++i) CHECK(std::fabs(ys[i] - yp[i]) <= 1e-6 * std::fabs(yp[i]) + 1e-7);
+  std::vector<double> want, mag;
+  normalised(attention_fp64(s, qv, kv, vv, nullptr, 0, 40, 0.125), 64, 0, 4, &want, &mag);
+  check_subset(p, y_stack, AMK_DTYPE_F32, want, mag);
+
+  // Refused: a row past the stack, operands stacking different counts, more than 16 partials.
+  auto past = attention_inst(q, k, v, stacked[0], s, 0, 10, AMK_FLAG_PARTIAL_WRITE);
+  past.params.m_off = 2;
+  CHECK(p.run(past) == AMK_DEVERR_BAD_PARAMS);
+  const int32_t flat = p.add(AMK_DTYPE_F32, {2 * 4 * W});  // as many elements, one row
+  auto mixed = make_inst(AMK_OP_ATTENTION_COMBINE, {stacked[0], flat}, {y_stack});
+  mixed.params.head_dim = 64;
+  mixed.params.n_heads = 4;
+  CHECK(p.run(mixed) == AMK_DEVERR_BAD_PARAMS);
+  std::vector<int32_t> many;
+  for (int i = 0; i < 6; ++i) many.push_back(p.add(AMK_DTYPE_F32, {3, 4 * W}));  // 18 partials
+  auto too_many = make_inst(AMK_OP_ATTENTION_COMBINE, many, {y_stack});
+  too_many.params.head_dim = 64;
+  too_many.params.n_heads = 4;
+  CHECK(p.run(too_many) == AMK_DEVERR_BAD_PARAMS);
+}
+
 TEST_CASE("ATTENTION_TILE STEP_KV clips fixed partitions to the live tokens", "[instructions][op:attention_tile]") {
   const Shape s{2, 1, 64, 32};
   RefProgram p;

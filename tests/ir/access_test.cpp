@@ -96,6 +96,16 @@ TEST_CASE("access: ATTENTION_TILE reads its q heads and writes its output heads"
   p = b.build();
   acc = task_accesses(p, p.tasks[0]);
   expect_access(acc[3], o, true, box(0, 1, 10, 30), 0);
+  // A stacked output [S, n_heads * (hd + 2)]: only its row m_off (default 0).
+  const int stack = b.act("stack", {3, 40});
+  b.program().tasks[0].outputs[0] = BufferId(stack);
+  p = b.build();
+  expect_access(task_accesses(p, p.tasks[0])[3], stack, true, box(0, 1, 10, 30), 0);
+  t.i("m_off", 2);
+  p = b.build();
+  expect_access(task_accesses(p, p.tasks[0])[3], stack, true, box(2, 3, 10, 30), 0);
+  b.program().tasks[0].outputs[0] = BufferId(o);
+  b.program().tasks[0].params.erase("m_off");
   // Without n_off / N_tile the tile is every head.
   b.program().tasks[0].params.erase("n_off");
   b.program().tasks[0].params.erase("N_tile");

@@ -113,6 +113,35 @@ TEST_CASE("validate: ATTENTION_COMBINE head tiles under one counter are fine, ov
   CHECK_THAT(expect_error(validate(b.build()), "shape").message, Contains("needs head_dim and n_heads"));
 }
 
+TEST_CASE("validate: split-KV partitions write their own rows of stacked partials; the combine reads every row", "[ir]") {
+  // 2 heads of head_dim 4 (rows of 2 * 6 partial values), one KV head, 4 partitions of 4 keys in
+  // two stacked partials [2, 12]: partition j writes row j % 2 of stack j / 2; one combine.
+  ProgramBuilder b;
+  const int q = b.input("q", {8});
+  const int kc = b.kv("k_cache", {16, 4}), vc = b.kv("v_cache", {16, 4});
+  const int s0 = b.act("stack0", {2, 12}, DType::F32), s1 = b.act("stack1", {2, 12}, DType::F32);
+  const int y = b.output("attn", {8});
+  const int c = b.counter("partials");
+  std::vector<ProgramBuilder::TaskRef> parts;
+  for (int j = 0; j < 4; ++j)
+    parts.push_back(b.task(Opcode::AttentionTile, "attn.p" + std::to_string(j))
+                        .in({q, kc, vc}).out({j < 2 ? s0 : s1}).i("head_dim", 4).i("n_heads", 2).i("n_kv_heads", 1)
+                        .i("kv_start", 4 * j).i("kv_len", 4).param("scale", 0.5).i("flags", kFlagPartialWrite)
+                        .i("m_off", j % 2).signal(c).sm(j));
+  b.task(Opcode::AttentionCombine, "combine").in({s0, s1}).out({y}).i("head_dim", 4).i("n_heads", 2).wait(c, 4).sm(0);
+  expect_ok(validate(b.build()));
+  parts[1].i("m_off", 0);  // partitions 0 and 1 both write row 0 of stack0
+  const Diagnostic& d = expect_error(validate(b.build()), "race.waw");
+  CHECK_THAT(d.message, Contains("task 0 (attn.p0) and task 1 (attn.p1) both write buffer 3 \"stack0\""));
+  parts[1].i("m_off", 2);  // stack0 has two rows
+  CHECK_THAT(expect_error(validate(b.build()), "tile.bounds").message, Contains("m_off 2 is not a row of buffer 3 \"stack0\""));
+  parts[1].i("m_off", 1);
+  // A row not of n_heads * (head_dim + 2) values: the kernels would write past it.
+  const int wide = b.act("wide", {2, 16}, DType::F32);
+  b.program().tasks[3].outputs[0] = BufferId(wide);
+  CHECK_THAT(expect_error(validate(b.build()), "shape").message, Contains("stacks rows of n_heads * width"));
+}
+
 TEST_CASE("validate: SAMPLE_ARGMAX tiles write their own candidate slots; the combine reads them all", "[ir]") {
   // 10 logits in two tiles of 5 on two SMs, each writing its slot of cand[2], then the combine.
   ProgramBuilder b;

@@ -55,15 +55,24 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(j["tiling"]["down_proj"]["N_tile"] == 16);
   // vocab 128256 over 132 SMs: 972 rows per SM.
   CHECK(j["tiling"]["lm_head"]["N_tile"] == 972);
-  // max_seq 8192: past 6144 rows, 8 partitions of two query heads (GQA group 4).
-  CHECK(j["tiling"]["attention"]["kv_partitions"] == 8);
-  CHECK(j["tiling"]["attention"]["heads_per_task"] == 2);
+  // max_seq 8192: past 6144 rows, 16 partitions of a KV head's four query heads (GQA group 4).
+  CHECK(j["tiling"]["attention"]["kv_partitions"] == 16);
+  CHECK(j["tiling"]["attention"]["heads_per_task"] == 4);
   // Up to 6144 rows one partition per 2048, one head a task.
-  for (const auto& [max_seq, parts] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2048, 1}, {2049, 2}, {6144, 3}, {6145, 8}}) {
+  for (const auto& [max_seq, parts] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2048, 1}, {2049, 2}, {6144, 3}, {6145, 16}}) {
     INFO("max_seq " << max_seq);
-    CHECK(schedule::decode_preset_kv_partitions(tiling, max_seq) == parts);
-    CHECK(schedule::decode_preset_heads_per_task(tiling, *model, max_seq) == (parts == 8 ? 2 : 1));
+    CHECK(schedule::decode_preset_kv_partitions(tiling, *model, max_seq) == parts);
+    CHECK(schedule::decode_preset_heads_per_task(tiling, *model, max_seq) == (parts == 16 ? 4 : 1));
   }
+  // A GQA group outside [4, 8] keeps 8 partitions past 6144 rows: two heads a task when it is even.
+  schedule::ModelConfig mha = *model;
+  mha.num_key_value_heads = mha.num_attention_heads;  // group 1
+  CHECK(schedule::decode_preset_kv_partitions(tiling, mha, 8192) == 8);
+  CHECK(schedule::decode_preset_heads_per_task(tiling, mha, 8192) == 1);
+  schedule::ModelConfig wide = *model;
+  wide.num_key_value_heads = 2;  // group 16
+  CHECK(schedule::decode_preset_kv_partitions(tiling, wide, 8192) == 8);
+  CHECK(schedule::decode_preset_heads_per_task(tiling, wide, 8192) == 2);
   schedule::DecodePreset grouped = tiling;
   grouped.heads_per_task = 4;  // given: as given, within [1, n_heads]
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, grouped))["tiling"]["attention"]["heads_per_task"] == 4);
@@ -81,7 +90,7 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(k["tiling"]["lm_head"]["N_tile"] == 64);
   CHECK(k["tiling"]["attention"]["kv_partitions"] == 1);
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 8);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 16);
   plain.kv_partitions = 4;  // given: whatever max_seq says
   CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
 }

@@ -315,8 +315,43 @@ TEST_CASE("lower: split-KV partitions and head groups", "[schedule]") {
   CHECK_THAT(schedule::lower(tiny(), c, target("h100"), {4, ir::DType::F32, std::nullopt}).status().message(),
              Contains("tiling.attention.kv_partitions") && Contains("max_seq 4"));
 
-  c.tiling["attention"]["kv_partitions"] = 9;
-  CHECK_THAT(lower_error(c).message(), Contains("tiling.attention.kv_partitions"));
+  c.tiling["attention"]["kv_partitions"] = 9;  // more than 8 operands, and 8 does not divide it
+  CHECK_THAT(lower_error(c).message(), Contains("tiling.attention.kv_partitions 9") && Contains("multiple of it"));
+  c.tiling["attention"]["kv_partitions"] = 17;
+  CHECK_THAT(lower_error(c).message(), Contains("tiling.attention.kv_partitions") && Contains("merges <= 16"));
+}
+
+TEST_CASE("lower: 16 KV partitions stack two partials per combine operand", "[schedule]") {
+  ir::ScheduleConfig c;
+  c.tiling["attention"]["kv_partitions"] = 16;
+  c.tiling["attention"]["heads_per_task"] = 2;
+  c.fusion_grouping = schedule::fusion_all_groups();  // FUSED ROPE_ATTENTION writes the rows too
+  const ir::Program p = lower_ok(c, target("h100"));
+  require_valid(p);
+  const schedule::ModelConfig& m = tiny();
+  const int64_t row = m.num_attention_heads * (m.head_dim + 2);
+  std::set<std::pair<int64_t, int64_t>> written;  // (partial buffer, row) of layer 0
+  size_t combines = 0;
+  for (const ir::Task& t : p.tasks) {
+    if (t.op == ir::Opcode::AttentionCombine) {
+      ++combines;
+      REQUIRE(t.inputs.size() == 8);
+      for (ir::BufferId b : t.inputs) CHECK(p.buffers[static_cast<size_t>(b.value)].shape == std::vector<int64_t>{2, row});
+    }
+    const bool attention = t.op == ir::Opcode::AttentionTile ||
+                           (t.op == ir::Opcode::Fused && t.params.get_string("recipe") == std::string("ROPE_ATTENTION"));
+    if (!attention || t.label.rfind("L0.", 0) != 0) continue;
+    const int64_t kv_start = *t.params.get_int("kv_start");
+    const int64_t part = kv_start / (256 / 16);
+    CHECK(*t.params.get_int("m_off") == part / 8);  // partition p: row p / 8 of operand p % 8
+    written.insert({t.outputs[0].value, *t.params.get_int("m_off")});
+  }
+  CHECK(combines == 4 * 4);    // layers x head groups (8 heads / 2)
+  CHECK(written.size() == 16);  // every row of layer 0's eight stacked buffers, once per head group
+  // The dynamic backstop sees the rows as disjoint writes too.
+  const std::vector<std::string> races = ir::simulate_adversarial(p, 4);
+  INFO((races.empty() ? std::string() : races.front()));
+  CHECK(races.empty());
 }
 
 TEST_CASE("lower: the argmax in tiles writing candidates, then one combine", "[schedule]") {

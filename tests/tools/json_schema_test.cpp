@@ -169,7 +169,7 @@ TEST_CASE("json: amk-bench decode and launch documents, with or without a GPU", 
   CHECK(bad_policy.exit_code == 2);
   // The knobs' ranges are the tune space's (preset_knob_range): one past either end is a usage
   // error naming the flag.
-  for (const char* knob : {"--kv-partitions 9", "--heads-per-task -1", "--argmax-tiles-per-sm 65", "--tiles-per-sm 0"}) {
+  for (const char* knob : {"--kv-partitions 17", "--heads-per-task -1", "--argmax-tiles-per-sm 65", "--tiles-per-sm 0"}) {
     INFO(knob);
     auto out_of_range = run_tool(AMK_BENCH_BIN, std::string("decode ") + knob + " --model " + model);
     CHECK(out_of_range.exit_code == 2);

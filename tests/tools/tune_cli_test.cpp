@@ -72,10 +72,10 @@ TEST_CASE("amk-bench tune: bad input is exit 1 on any machine, named, and writes
   CHECK(bad_axis.exit_code == 1);
   CHECK_THAT(bad_axis.err, Contains("tune_cli_typo.json: 'kv_partiton' is not a tune axis"));
 
-  const std::string range = write_space("tune_cli_range.json", R"({"kv_partitions": [1, 16]})");
+  const std::string range = write_space("tune_cli_range.json", R"({"kv_partitions": [1, 17]})");
   auto bad_value = run_tool(AMK_BENCH_BIN, "tune --space " + shell_quote(range) + " --model " + kModel + out_arg);
   CHECK(bad_value.exit_code == 1);
-  CHECK_THAT(bad_value.err, Contains("kv_partitions[1]: 16 is not in [0, 8]"));
+  CHECK_THAT(bad_value.err, Contains("kv_partitions[1]: 17 is not in [0, 16]"));
 
   auto missing_space = run_tool(AMK_BENCH_BIN, "tune --space " + shell_quote(AMK_BINARY_DIR "/no_such_space.json") +
                                                    " --model " + kModel + out_arg);

@@ -52,8 +52,8 @@ TEST_CASE("tune space: the built-in space starts at the preset and fits the mode
     CHECK(bench::tune_label(*applied) == "default");
   }
   CHECK(axis(big, "kv_partitions")->values == std::vector<json>{0, 1, 2, 4, 8});
-  // 0 is two heads a task at max_seq 8192 (8 partitions), one at 1024: never measured twice.
-  CHECK(axis(big, "heads_per_task")->values == std::vector<json>{0, 1, 4});
+  // 0 is four heads a task at max_seq 8192 (16 partitions), one at 1024: never measured twice.
+  CHECK(axis(big, "heads_per_task")->values == std::vector<json>{0, 1, 2});
   CHECK(axis(bench::default_tune_space(m, 1024), "heads_per_task")->values == std::vector<json>{0, 2, 4});
   CHECK(axis(big, "sm_assignment")->values.size() == 3);
   // Every fusion group is left out once, and [] (all on) comes first.
@@ -88,7 +88,7 @@ TEST_CASE("tune space: a file's axes in its own order, every value applied to th
   CHECK(knobs["kv_partitions"] == 0);
   CHECK(knobs["drop_fusion"].size() == 2);
   // A value the space never validated is a bug in the caller, not silently ignored.
-  CHECK(bench::tune_apply(schedule::DecodePreset{}, "kv_partitions", 9).status().code() == StatusCode::Internal);
+  CHECK(bench::tune_apply(schedule::DecodePreset{}, "kv_partitions", 17).status().code() == StatusCode::Internal);
   CHECK(bench::tune_apply(schedule::DecodePreset{}, "no_such_axis", 1).status().code() == StatusCode::Internal);
 }
 
@@ -98,7 +98,7 @@ TEST_CASE("tune space: bad space files are refused naming the axis and the eleme
   CHECK_THAT(refusal(R"({"tiles_per_stag": [1]})"), Contains("'tiles_per_stag' is not a tune axis (axes: tiles_per_stage,"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": 2})"), Contains("space.json: tiles_per_stage: must be a non-empty array"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": []})"), Contains("tiles_per_stage: must be a non-empty array"));
-  CHECK_THAT(refusal(R"({"kv_partitions": [1, 2, 9]})"), Contains("space.json: kv_partitions[2]: 9 is not in [0, 8]"));
+  CHECK_THAT(refusal(R"({"kv_partitions": [1, 2, 17]})"), Contains("space.json: kv_partitions[2]: 17 is not in [0, 16]"));
   CHECK_THAT(refusal(R"({"heads_per_task": [-1]})"), Contains("heads_per_task[0]: -1 is not in [0, 1024]"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": [1.5]})"), Contains("tiles_per_stage[0]: 1.5 is not an integer"));
   CHECK_THAT(refusal(R"({"tiles_per_stage": ["2"]})"), Contains("tiles_per_stage[0]: \"2\" is not an integer"));
@@ -149,5 +149,5 @@ TEST_CASE("tune space: every integer axis has the range its amk-bench decode fla
     CHECK_THAT(refusal(ordered_json{{name, {r.lo - 1}}}.dump()), Contains(range));
   }
   CHECK(bench::preset_knob_range("tiles_per_stag").lo > bench::preset_knob_range("tiles_per_stag").hi);
-  CHECK(bench::preset_knob_range("kv_partitions").hi == 8);  // ATTENTION_COMBINE's inputs (AMK_MAX_INPUTS)
+  CHECK(bench::preset_knob_range("kv_partitions").hi == 16);  // 8 combine operands x 2 stacked rows
 }

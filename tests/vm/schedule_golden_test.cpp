@@ -1,5 +1,5 @@
-// tests/vm/schedule_golden_test.cpp: programs lowered from the tiny Llama config under three
-// different ScheduleConfigs (tiling, split-KV on/off, fusion on/off (FUSED ROPE_ATTENTION with and
+// tests/vm/schedule_golden_test.cpp: programs lowered from the tiny Llama config under four
+// different ScheduleConfigs (tiling, split-KV on/off and in stacked partials, fusion on/off (FUSED ROPE_ATTENTION with and
 // without ROPE_APPEND), SM assignment, the argmax whole or in tiles) all reproduce
 // the Hugging Face transformers fixture on the CPU VM: prompt logits within 1e-4 relative error
 // (f32 activations over the bf16 checkpoint) and the 32 greedy tokens exactly.
@@ -7,6 +7,7 @@
 
 #include "golden_fixture.h"
 #include "ir/validate.h"
+#include "schedule/fusion.h"
 #include "schedule/lower.h"
 #include "schedule/model_config.h"
 #include "targets/registry.h"
@@ -55,12 +56,21 @@ std::vector<Variant> variants() {
     c.config.page_allocation = "linear";
     v.push_back(c);
   }
+  {
+    // 16 partitions: ATTENTION_COMBINE's 8 operands each stack two partials (rows written by
+    // m_off), merged in partition order; the window spreads over them as the tokens grow.
+    Variant d{"16 KV partitions of 2 heads in stacked partials, every fusion, stage_balance on h100", "h100", {}};
+    d.config.tiling["attention"]["kv_partitions"] = 16;
+    d.config.tiling["attention"]["heads_per_task"] = 2;
+    d.config.fusion_grouping = schedule::fusion_all_groups();
+    v.push_back(d);
+  }
   return v;
 }
 
 }  // namespace
 
-TEST_CASE("schedule variants: three ScheduleConfigs reproduce transformers token-for-token", "[vm][golden][schedule]") {
+TEST_CASE("schedule variants: four ScheduleConfigs reproduce transformers token-for-token", "[vm][golden][schedule]") {
   const testing::Golden g = testing::load_golden();
   auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
   REQUIRE(model.is_ok());

@@ -34,7 +34,7 @@ std::string preset_summary(const schedule::DecodePreset& p, const schedule::Mode
   if (p.tiles_per_stage > 0) out << p.tiles_per_stage << " tile(s) per SM per stage";
   else if (p.tile_kib > 0) out << p.tile_kib << " KiB tiles";
   else out << p.tiles_per_sm << " tile(s) per SM per projection";
-  out << ", " << schedule::decode_preset_kv_partitions(p, max_seq) << " KV partition(s), "
+  out << ", " << schedule::decode_preset_kv_partitions(p, model, max_seq) << " KV partition(s), "
       << schedule::decode_preset_heads_per_task(p, model, max_seq) << " head(s) per attention task";
   for (const std::string& g : p.drop_fusion) out << ", without " << g;
   out << ")";

@@ -24,7 +24,7 @@ constexpr IntKnob kIntKnobs[] = {
     {"tiles_per_stage", 0, 1024, &DecodePreset::tiles_per_stage},
     {"lm_head_tiles_per_sm", 0, 1024, &DecodePreset::lm_head_tiles_per_sm},
     {"argmax_tiles_per_sm", 0, 64, &DecodePreset::argmax_tiles_per_sm},
-    {"kv_partitions", 0, 8, &DecodePreset::kv_partitions},
+    {"kv_partitions", 0, 16, &DecodePreset::kv_partitions},  // 9..15 are refused by the lowering (multiples of 8)
     {"heads_per_task", 0, 1024, &DecodePreset::heads_per_task},
     {"tile_kib", 0, 65536, &DecodePreset::tile_kib},
     {"tiles_per_sm", 1, 1024, &DecodePreset::tiles_per_sm},
