@@ -4,6 +4,7 @@
 // Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 5 stages (6 with
 // split-KV): qkv, attention (q rotated in it), [combine], o_proj (+ the cache appends), gate_up, down. Tasks inside a stage never touch the same bytes: tiles write disjoint columns, and
 // the in-place residual tiles read and write only their own columns of h.
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -134,9 +135,13 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
   }
   if (!split) return;
   // One combine task per attention head group (n_off / N_tile), so the merge spreads over SMs
-  // instead of one SM reading every partial of the layer.
+  // instead of one SM reading every partial of the layer; with stacked partials, groups of
+  // heads_per_task / rows heads, so that a task merges as many (element, row) pairs as one row's
+  // group has elements: one pass of its threads (16 partitions of 4 heads in groups of 4: the
+  // combine took 6.5 us a task against 3.6, docs/PERFORMANCE.md row 128).
   c.b.begin_stage(P + " attn_combine");
-  for (const Span& heads : spans_cover(m.num_attention_heads, c.tiling.heads_per_task)) {
+  const int64_t combine_heads = std::max<int64_t>(1, c.tiling.heads_per_task / rows);
+  for (const Span& heads : spans_cover(m.num_attention_heads, combine_heads)) {
     ir::Params prm;
     prm.set("head_dim", hd);
     prm.set("n_heads", m.num_attention_heads);

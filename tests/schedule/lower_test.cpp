@@ -346,7 +346,7 @@ TEST_CASE("lower: 16 KV partitions stack two partials per combine operand", "[sc
     CHECK(*t.params.get_int("m_off") == part / 8);  // partition p: row p / 8 of operand p % 8
     written.insert({t.outputs[0].value, *t.params.get_int("m_off")});
   }
-  CHECK(combines == 4 * 4);    // layers x head groups (8 heads / 2)
+  CHECK(combines == 4 * 8);    // layers x combine groups of heads_per_task / 2 rows = 1 head
   CHECK(written.size() == 16);  // every row of layer 0's eight stacked buffers, once per head group
   // The dynamic backstop sees the rows as disjoint writes too.
   const std::vector<std::string> races = ir::simulate_adversarial(p, 4);
