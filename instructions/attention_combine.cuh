@@ -25,12 +25,14 @@ AMK_DEVICE_NOINLINE void attention_combine_f32(const AttentionCombineArgs& a) {
   // its row's k partials, and meet through shuffles: one round trip per element, as with one row,
   // and the registers of 8 partials (16 in one thread spilled 188 B here and moved the kernel's
   // allocation from 60 to 140 B). Every thread runs every round, so the shuffles see whole warps.
-  const int64_t total = (a.h_end - a.h_begin) * hd * rows;
+  // rows is 1 or 2: a shift and a mask, not a 64-bit division, per element.
+  const int shift = rows == 2 ? 1 : 0;
+  const int64_t total = ((a.h_end - a.h_begin) * hd) << shift;
   for (int64_t base = 0; base < total; base += block_threads()) {
     const int64_t i = base + block_tid();
     const bool live = i < total;
-    const int64_t e = a.h_begin * hd + (live ? i / rows : 0);
-    const int64_t r = live ? i % rows : 0;
+    const int64_t e = a.h_begin * hd + (live ? i >> shift : 0);
+    const int64_t r = live ? i & shift : 0;
     const int64_t h = e / hd, d = e - h * hd, o = r * row + h * width;
     float m[AMK_MAX_INPUTS], l[AMK_MAX_INPUTS], acc[AMK_MAX_INPUTS];
 #pragma unroll
