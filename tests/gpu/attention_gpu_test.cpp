@@ -183,6 +183,35 @@ TEST_CASE("gpu split-KV ATTENTION_TILE partials + ATTENTION_COMBINE match the CP
   }
 }
 
+namespace {
+
+/// Buffer ids of a split-KV attention task: q, the caches and its partials' output.
+struct AttnOperands {
+  int q, k, v, out;
+};
+struct AttnShape {
+  int64_t hd, n_heads, n_kv;
+};
+
+/// An ATTENTION_TILE of KV head g's query heads over keys [kv_start, kv_start + kv_len), writing
+/// {acc, m, l} partials (STEP_KV | PARTIAL_WRITE) into `o.out`.
+ir::Task& partial_attention(gputest::ProgramBuilder& b, AttnOperands o, int sm, const std::string& label, AttnShape s,
+                            int64_t g, int64_t kv_start, int64_t kv_len, double scale) {
+  ir::Task& a = b.task(Opcode::AttentionTile, {o.q, o.k, o.v}, {o.out}, sm, label);
+  a.params.set("head_dim", s.hd);
+  a.params.set("n_heads", s.n_heads);
+  a.params.set("n_kv_heads", s.n_kv);
+  a.params.set("kv_start", kv_start);
+  a.params.set("kv_len", kv_len);
+  a.params.set("scale", scale);
+  a.params.set("n_off", g * s.n_heads / s.n_kv);
+  a.params.set("N_tile", s.n_heads / s.n_kv);
+  a.params.set("flags", ir::kFlagStepKv | ir::kFlagPartialWrite);
+  return a;
+}
+
+}  // namespace
+
 TEST_CASE("gpu ATTENTION_COMBINE head tiles on separate workers match the CPU reference",
           "[gpu][op:attention_tile][op:attention_combine]") {
   gputest::require_gpu();
@@ -202,18 +231,9 @@ TEST_CASE("gpu ATTENTION_COMBINE head tiles on separate workers match the CPU re
     int worker = 0;
     for (int p = 0; p < 4; ++p) {
       for (int64_t g = 0; g < n_kv; ++g) {
-        ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {parts[p]}, worker % 4,
-                             "attn.p" + std::to_string(p) + ".g" + std::to_string(g));
+        partial_attention(b, {q, k, v, parts[p]}, worker % 4, "attn.p" + std::to_string(p) + ".g" + std::to_string(g),
+                          {hd, n_heads, n_kv}, g, chunk * p, chunk, 0.088);
         ++worker;
-        a.params.set("head_dim", hd);
-        a.params.set("n_heads", n_heads);
-        a.params.set("n_kv_heads", n_kv);
-        a.params.set("kv_start", chunk * p);
-        a.params.set("kv_len", chunk);
-        a.params.set("scale", 0.088);
-        a.params.set("n_off", g * n_heads / n_kv);
-        a.params.set("N_tile", n_heads / n_kv);
-        a.params.set("flags", ir::kFlagStepKv | ir::kFlagPartialWrite);
       }
     }
     std::vector<std::pair<int, int>> all_attention;  // task i signals counter i (gputest::ProgramBuilder)
@@ -254,19 +274,11 @@ TEST_CASE("gpu 16 split-KV partitions in stacked partials (m_off rows) match the
       int worker = 0;
       for (int p = 0; p < 16; ++p) {
         for (int64_t g = 0; g < n_kv; ++g) {
-          ir::Task& a = b.task(Opcode::AttentionTile, {q, k, v}, {stacks[static_cast<size_t>(p % 8)]}, worker % 4,
-                               "attn.p" + std::to_string(p) + ".g" + std::to_string(g));
+          ir::Task& a = partial_attention(b, {q, k, v, stacks[static_cast<size_t>(p % 8)]}, worker % 4,
+                                          "attn.p" + std::to_string(p) + ".g" + std::to_string(g), {hd, n_heads, n_kv},
+                                          g, chunk * p, chunk, 0.1);
           ++worker;
-          a.params.set("head_dim", hd);
-          a.params.set("n_heads", n_heads);
-          a.params.set("n_kv_heads", n_kv);
-          a.params.set("kv_start", chunk * p);
-          a.params.set("kv_len", chunk);
-          a.params.set("scale", 0.1);
-          a.params.set("n_off", g * n_heads / n_kv);
-          a.params.set("N_tile", n_heads / n_kv);
           a.params.set("m_off", int64_t{p / 8});  // partition p: row p / 8 of operand p % 8
-          a.params.set("flags", ir::kFlagStepKv | ir::kFlagPartialWrite);
           a.out_counter = ir::CounterId(0);  // all 32 join on one counter (a task waits on 8 at most)
         }
       }
