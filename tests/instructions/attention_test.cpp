@@ -9,7 +9,12 @@
 #include <limits>
 
 #include "instructions/task_blob.h"
+#include "ir/enums.h"
 #include "tests/instructions/ref_harness.h"
+
+// The validator refuses what the kernels cannot merge, and no more.
+static_assert(amk::instructions::kMaxCombinePartials == amk::ir::kMaxCombinePartials,
+              "ATTENTION_COMBINE's partial limit differs between instructions/ and ir/");
 
 using namespace amk::test;
 
