@@ -11,7 +11,9 @@
 # The binaries hold this tree's absolute path (the [gpu] tests' fixtures: AMK_SOURCE_DIR), recorded
 # in build-carry/NAME/SOURCE_DIR; build-ab.sh links that path to the device's tree when it is
 # missing. AMK_CARRY=DIR puts the variants in DIR instead (e.g. the main checkout's build-carry, the
-# only tree the device gets, for a variant built in a git worktree).
+# only tree the device gets, for a variant built in a git worktree). Variants built earlier stay
+# in build-carry and in the pack (a base from an older commit, say): `rm -r build-carry/NAME`
+# drops one.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$ROOT/build-prebuilt"
