@@ -167,9 +167,11 @@ void TaskShapes::combine() {
     fail("shape", "a head tile (n_off / N_tile) needs head_dim and n_heads as integers");
     return;
   }
-  const int64_t stacked = in(0)->shape.size() == 2 ? rows(in(0)) : 1;  // partials per operand
+  // Partials per operand: a rank-2 operand stacks its rows (docs/OPCODES.md).
+  const auto stacked_of = [&](const Buffer* b) -> int64_t { return b->shape.size() == 2 ? rows(b) : 1; };
+  const int64_t stacked = stacked_of(in(0));
   for (size_t i = 1; i < task_.inputs.size(); ++i)
-    if (in(i) != nullptr && (in(i)->shape.size() == 2 ? rows(in(i)) : 1) != stacked)
+    if (in(i) != nullptr && stacked_of(in(i)) != stacked)
       fail("shape", name(in(i)) + " stacks a different number of partials than " + name(in(0)), in(i));
   if (stacked * static_cast<int64_t>(task_.inputs.size()) > kMaxCombinePartials)
     fail("shape", "ATTENTION_COMBINE merges at most " + s(kMaxCombinePartials) + " partials; " +

@@ -62,7 +62,7 @@ int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConf
   // tensor-core path runs a KV head's query heads (up to 8) in one pass, reading each K / V row
   // once for all of them, and keeps the attention tasks at about one per SM (rows 105, 128).
   const int64_t parts = decode_preset_kv_partitions(preset, model, max_seq);
-  if (parts > kMaxCombineOperands && model.gqa_group() >= 1) return std::min(model.gqa_group(), n_heads);
+  if (parts > kMaxCombineOperands) return std::clamp<int64_t>(model.gqa_group(), 1, n_heads);
   return parts >= kMaxCombineOperands && model.gqa_group() % 2 == 0 ? 2 : 1;
 }
 

@@ -87,9 +87,9 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
   const ModelConfig& m = c.model;
   const int64_t hd = m.head_dim, parts = c.tiling.kv_partitions;
   const bool split = parts > 1;
-  const int64_t rows = c.tiling.kv_rows(), row = m.num_attention_heads * (hd + 2);
+  const int64_t rows = c.tiling.kv_rows(), operands = parts / rows, row = m.num_attention_heads * (hd + 2);
   std::vector<ir::BufferId> partials;
-  for (int64_t b = 0; split && b < parts / rows; ++b) {
+  for (int64_t b = 0; split && b < operands; ++b) {
     const std::string name = P + ".attn_partial" + std::to_string(b);
     partials.push_back(rows == 1 ? c.activation(name, row, ir::DType::F32)
                                  : c.b.add_buffer(name, ir::BufferKind::Activation, ir::DType::F32, {rows, row},
@@ -111,7 +111,7 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
       prm.set("n_kv_heads", m.num_key_value_heads);
       prm.set("n_off", heads.off);
       prm.set("N_tile", heads.len);
-      if (rows > 1) prm.set("m_off", p / (parts / rows));  // its row of the stacked partials
+      if (rows > 1) prm.set("m_off", p / operands);  // its row of the stacked partials
       int64_t flags = ir::kFlagStepKv | (split ? ir::kFlagPartialWrite : 0);
       Cost cost = cost_attention(heads.len, kv_heads, kv_len, hd, c.dtype, width, split ? ir::DType::F32 : c.dtype);
       std::vector<ir::BufferId> in{q, k_cache, v_cache};
@@ -130,7 +130,7 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
                                 std::to_string(heads.off + heads.len) + ",kv" + std::to_string(kv_start) + ":" +
                                 std::to_string(kv_start + kv_len) + "]";
       c.b.add_task(fresh.on() ? ir::Opcode::Fused : ir::Opcode::AttentionTile, std::move(in),
-                   {split ? partials[p % (parts / rows)] : out}, std::move(prm), label, cost.bytes, cost.flops);
+                   {split ? partials[p % operands] : out}, std::move(prm), label, cost.bytes, cost.flops);
     }
   }
   if (!split) return;

@@ -280,12 +280,12 @@ int main(int argc, char** argv) {
           ->capture_default_str(),
       decode
           ->add_option("--kv-partitions", dopt.tiling.kv_partitions,
-                       "built-in schedule: split-KV partitions per head, at most 8 or 16 (0 = one per 2048 rows of max_seq, 8 past 6144 rows)")
+                       "built-in schedule: split-KV partitions per head, at most 8 or 16 (0 = one per 2048 rows of max_seq; past 6144 rows 16 for a GQA group of 4 to 8, else 8)")
           ->check(knob_range("kv_partitions"))
           ->capture_default_str(),
       decode
           ->add_option("--heads-per-task", dopt.tiling.heads_per_task,
-                       "built-in schedule: query heads per attention task (0 = 1, or 2 at 8 partitions)")
+                       "built-in schedule: query heads per attention task (0 = 1, or 2 at 8 partitions, or the GQA group at 16)")
           ->check(knob_range("heads_per_task"))
           ->capture_default_str(),
       decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
