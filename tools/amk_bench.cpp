@@ -1,7 +1,8 @@
 // tools/amk_bench.cpp: amk-bench, measurements that compare amk with a baseline in the same run.
-//   amk-bench cpu [--size-mb N] [--threads 1,2] [--program P --weights W] [--json]
+//   amk-bench cpu [--size-mb N] [--threads 1,2] [--program P --weights W [--busy N]] [--json]
 // `cpu`: a STREAM-like copy (the machine's memory bandwidth, bytes read + written), the CPU VM's
-// GEMV weight-streaming rate on the same threads as a fraction of it, and tokens/s of a program.
+// GEMV weight-streaming rate on the same threads as a fraction of it, and tokens/s of a program,
+// optionally with N busy-loop threads beside it (how the VM copes with cores it does not own).
 //   amk-bench decode --model CONFIG.json [--ctx 128,2048] ...   (GPU: tools/bench/decode_bench.h)
 //   amk-bench launch                                             (GPU: tools/bench/launch_bench.h)
 //   amk-bench tune --model CONFIG.json [--space S.json] [--out SCHEDULE.json] ...
@@ -9,6 +10,7 @@
 // --json follows docs/JSON.md (tools/common/json_out.h). Exit codes: 0 ok; 1 bad input or a
 // measurement failed; 2 usage; 3 no GPU / GPU runtime error; 4 decode tokens disagree.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -121,13 +123,39 @@ amk::Result<GemvResult> gemv_bandwidth(size_t bytes, int threads) {
   return r;
 }
 
-amk::Result<double> tokens_per_s(const std::string& program, const std::string& weights, int threads, int tokens) {
+/// `n` threads that spin on the CPU until destroyed: other work competing for the cores.
+class BusyLoad {
+ public:
+  explicit BusyLoad(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        uint64_t x = 1;
+        while (!stop_.load(std::memory_order_relaxed)) x = x * 6364136223846793005ull + 1442695040888963407ull;
+        sink_.fetch_add(x, std::memory_order_relaxed);  // keeps the loop's arithmetic alive
+      });
+  }
+  ~BusyLoad() {
+    stop_.store(true, std::memory_order_relaxed);
+    for (auto& t : threads_) t.join();
+  }
+  BusyLoad(const BusyLoad&) = delete;
+  BusyLoad& operator=(const BusyLoad&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> sink_{0};
+  std::vector<std::thread> threads_;
+};
+
+amk::Result<double> tokens_per_s(const std::string& program, const std::string& weights, int threads, int tokens,
+                                 int busy) {
   amk::SessionOptions o;
   o.weights_path = weights;
   o.backend = amk::Backend::Cpu;
   o.threads = threads;
   auto s = amk::Session::open(program, o);
   if (!s) return s.status();
+  BusyLoad load(busy);
   auto ids = (*s)->generate({1, 17, 345}, tokens);
   if (!ids) return ids.status();
   const auto& lat = (*s)->step_latencies_us();
@@ -167,13 +195,14 @@ int fail(bool json, amk::tools::Json& doc, const std::string& what, const amk::S
 }
 
 int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::string& program,
-            const std::string& weights, bool json) {
+            const std::string& weights, int busy, bool json) {
   amk::tools::Json out = amk::tools::json_document("amk-bench");
   out["bench"] = "cpu";
   out["backend"] = "cpu";
   out["program"] = program.empty() ? amk::tools::Json(nullptr) : amk::tools::Json(program);
   out["size_mb"] = size_mb;
   out["hardware_threads"] = std::thread::hardware_concurrency();
+  out["busy_threads"] = busy;
   out["rows"] = amk::tools::Json::array();
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (int threads : thread_counts) {
@@ -187,7 +216,7 @@ int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::st
     row["gemv_ms"] = gemv->ms;
     row["gemv_fraction_of_copy"] = gemv->gbs / copy;
     if (!program.empty()) {
-      auto tps = tokens_per_s(program, weights, threads, 32);
+      auto tps = tokens_per_s(program, weights, threads, 32, busy);
       if (!tps) return fail(json, out, program, tps.status());
       row["tokens_per_s"] = *tps;
     }
@@ -199,7 +228,9 @@ int run_cpu(size_t size_mb, const std::vector<int>& thread_counts, const std::st
     std::cout << amk::tools::json_text(out);
     return kExitOk;
   }
-  std::printf("amk-bench cpu: %zu MB working set, %u hardware threads\n", size_mb, std::thread::hardware_concurrency());
+  std::printf("amk-bench cpu: %zu MB working set, %u hardware threads", size_mb, std::thread::hardware_concurrency());
+  if (busy > 0) std::printf(", tokens/s with %d busy threads beside", busy);
+  std::printf("\n");
   std::printf("%8s %12s %14s %10s %12s", "threads", "copy GB/s", "gemv GB/s", "of copy", "gemv ms");
   if (!program.empty()) std::printf(" %12s", "tokens/s");
   std::printf("\n");
@@ -228,6 +259,9 @@ int main(int argc, char** argv) {
   cpu->add_option("--threads", threads_text, "comma-separated thread counts")->capture_default_str();
   cpu->add_option("--program", program, "program for tokens/s (needs --weights)");
   cpu->add_option("--weights", weights, "safetensors for --program");
+  int busy = 0;
+  cpu->add_option("--busy", busy, "busy-loop threads running beside the tokens/s measurement")
+      ->check(CLI::Range(0, 256))->capture_default_str();
   cpu->add_flag("--json", json, "machine-readable output");
   auto* decode = app.add_subcommand("decode", "GPU VM decode vs copy bandwidth and a graphed cuBLAS baseline");
   amk::bench::DecodeBenchOptions dopt;
@@ -336,7 +370,7 @@ int main(int argc, char** argv) {
              "preset's own schedule does, or a candidate that passed in the search fails when re-timed. tune\n"
              "writes --out only on success, through a renamed temporary file.\n"
              "--json (docs/JSON.md): {tool, version, ok, exit_code, error, bench, backend, program, size_mb,\n"
-             "hardware_threads, rows [{threads, copy_gbs, gemv_weight_gbs, gemv_ms, gemv_fraction_of_copy,\n"
+             "hardware_threads, busy_threads, rows [{threads, copy_gbs, gemv_weight_gbs, gemv_ms, gemv_fraction_of_copy,\n"
              "tokens_per_s (with --program)}]}.");
   try {
     app.parse(argc, argv);
@@ -358,7 +392,11 @@ int main(int argc, char** argv) {
       std::cerr << "amk-bench: --program needs --weights\n";
       return kExitUsage;
     }
-    return run_cpu(size_mb, counts, program, weights, json);
+    if (busy > 0 && program.empty()) {  // it only applies to tokens/s: say so rather than ignore it
+      std::cerr << "amk-bench: --busy needs --program (it loads the cores during the tokens/s run)\n";
+      return kExitUsage;
+    }
+    return run_cpu(size_mb, counts, program, weights, busy, json);
   }
   if (*launch) {
     lopt.json = json;

@@ -1,8 +1,12 @@
-// vm/cpu_vm.cpp: the CPU VM. Workers are persistent threads parked on a condition variable
-// between launches. Counters never reset between launches: a wait (c, t) in launch `epoch` is met
+// vm/cpu_vm.cpp: the CPU VM. The launching thread runs worker 0's queue; the other workers are
+// persistent threads parked on a condition variable between launches. Counters never reset between launches: a wait (c, t) in launch `epoch` is met
 // at (epoch - 1) * producers[c] + t, the protocol the GPU uses to keep memsets off the critical
 // path. After an aborted or failed launch the counters are in an unknown state, so they are
 // zeroed and the epoch restarts; that is what keeps the executor usable after a TIMEOUT.
+// A wait spins for an adaptive window, then parks its worker on a condition variable; a producer
+// wakes parked workers only when some are parked. Spinning alone, or yielding, collapses when the
+// cores are busy with other work: the waiter burns the time slice its producer needs (68 ms/token
+// against 0.2 on 2 cores with two busy loops beside, before session 28).
 // Tracing (LaunchOptions::trace) selects a second instantiation of the queue loop per launch, so
 // an untraced launch runs exactly the loop it ran before tracing existed.
 #include "vm/cpu_vm.h"
@@ -35,31 +39,32 @@ uint64_t steady_now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-/// Spin briefly, then yield, then sleep: workers may outnumber cores (virtual SMs on 2 cores).
-inline void backoff(int spins) {
-  if (spins < 64) {
-    cpu_relax();
-  } else if (spins < 512) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(spins < 4096 ? 10 : 100));
-  }
-}
-
 class CpuExecutor final : public Executor {
+  /// A worker's current spin window. It halves each time a spin runs out and doubles each time
+  /// one succeeds: a worker that shares its core with its producer (the scheduler put both on
+  /// one CPU) would otherwise burn the whole window on every wait while the producer cannot run.
+  struct alignas(64) SpinBudget {
+    int64_t ns = 0;
+  };
+  static constexpr int64_t kMinSpinNs = 2000;
+
  public:
-  explicit CpuExecutor(loader::ProgramImage& image)
+  CpuExecutor(loader::ProgramImage& image, const CpuVmOptions& options)
       : image_(image),
+        max_spin_ns_(std::max<int64_t>(0, options.spin_before_park.count())),
+        min_spin_ns_(std::min<int64_t>(max_spin_ns_, kMinSpinNs)),
         workers_(std::max(1, image.view().n_sms)),
         n_counters_(image.view().n_counters),
         counters_(new std::atomic<uint32_t>[static_cast<size_t>(std::max(1, n_counters_))]),
-        progress_(new std::atomic<int32_t>[static_cast<size_t>(workers_)]) {
+        progress_(new std::atomic<int32_t>[static_cast<size_t>(workers_)]),
+        spin_budget_(static_cast<size_t>(workers_)) {
+    for (SpinBudget& b : spin_budget_) b.ns = max_spin_ns_;
     for (int32_t c = 0; c < n_counters_; ++c) {
       counters_[c].store(0, std::memory_order_relaxed);
       max_producers_ = std::max(max_producers_, image.view().counter_producers[c]);
     }
-    threads_.reserve(static_cast<size_t>(workers_));
-    for (int w = 0; w < workers_; ++w) threads_.emplace_back([this, w] { worker_main(w); });
+    threads_.reserve(static_cast<size_t>(workers_ - 1));
+    for (int w = 1; w < workers_; ++w) threads_.emplace_back([this, w] { worker_main(w); });
   }
 
   ~CpuExecutor() override {
@@ -85,21 +90,30 @@ class CpuExecutor final : public Executor {
     prog.step->pos = pos;
     prog.step->epoch = epoch_;
     abort_.store(0, std::memory_order_relaxed);
+    parked_waits_.store(0, std::memory_order_relaxed);
     error_code_ = 0;
     error_task_ = -1;
     for (int w = 0; w < workers_; ++w) progress_[w].store(0, std::memory_order_relaxed);
     trace_ = options.trace != nullptr ? prepare_trace(*options.trace, pos) : nullptr;
 
     const auto t0 = std::chrono::steady_clock::now();
-    bool timed_out = false;
+    deadline_ = t0 + options.deadline;
+    caller_timed_out_ = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = workers_ - 1;
+      ++generation_;
+    }
+    cv_start_.notify_all();
+    // The calling thread is worker 0: one wake-up fewer per launch, and the woken workers are not
+    // all placed on the core of the thread that woke them and then went to sleep.
+    if (trace_ != nullptr) run_queue<true>(0); else run_queue<false>(0);
+    bool timed_out = caller_timed_out_;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      running_ = workers_;
-      ++generation_;
-      cv_start_.notify_all();
-      if (!cv_done_.wait_until(lock, t0 + options.deadline, [this] { return running_ == 0; })) {
+      if (!cv_done_.wait_until(lock, deadline_, [this] { return running_ == 0; })) {
         timed_out = true;
-        abort_.store(1, std::memory_order_relaxed);  // workers poll it in every wait
+        raise_abort();  // workers check it in every wait, spinning or parked
         cv_done_.wait(lock, [this] { return running_ == 0; });
       }
     }
@@ -108,7 +122,10 @@ class CpuExecutor final : public Executor {
       options.trace->t_launch_begin = to_ns(t0);
       options.trace->t_launch_end = to_ns(t1);
     }
-    if (stats != nullptr) stats->wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    if (stats != nullptr) {
+      stats->wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+      stats->parked_waits = parked_waits_.load(std::memory_order_relaxed);
+    }
 
     if (timed_out) {
       std::string unfinished = describe_unfinished();
@@ -172,7 +189,7 @@ class CpuExecutor final : public Executor {
       const int32_t task = prog.sm_queue[qi];
       const amk_instruction_t& inst = prog.instructions[task];
       if constexpr (kTrace) trace_[qi].t_wait_begin = steady_now_ns();
-      if (!wait_all(inst)) return;
+      if (!wait_all(inst, w)) return;
       if constexpr (kTrace) trace_[qi].t_run_begin = steady_now_ns();
       const int32_t err = instructions::cpu_execute(prog, inst);
       if (err != 0) {
@@ -182,7 +199,10 @@ class CpuExecutor final : public Executor {
       // Before the release increment: a consumer's t_run_begin then cannot precede this t_end.
       if constexpr (kTrace) trace_[qi].t_end = steady_now_ns();
       // Release: every output write of this task is visible to whoever acquires this counter.
-      counters_[inst.out_counter].fetch_add(1, std::memory_order_release);
+      // seq_cst, not release alone: it and park()'s parked_ increment must be totally ordered, or
+      // the producer could miss a worker that parked on the old value (a lost wakeup).
+      counters_[inst.out_counter].fetch_add(1, std::memory_order_seq_cst);
+      if (parked_.load(std::memory_order_seq_cst) > 0) wake_parked();
       progress_[w].store(qi - begin + 1, std::memory_order_relaxed);
     }
   }
@@ -192,26 +212,80 @@ class CpuExecutor final : public Executor {
     return (epoch_ - 1) * image_.view().counter_producers[c] + inst.wait_threshold[i];
   }
 
-  bool wait_all(const amk_instruction_t& inst) {
+  bool wait_all(const amk_instruction_t& inst, int w) {
+    SpinBudget& budget = spin_budget_[static_cast<size_t>(w)];
     for (int i = 0; i < inst.n_waits; ++i) {
       const uint32_t target = wait_target(inst, i);
       std::atomic<uint32_t>& counter = counters_[inst.wait_counter[i]];
       // Acquire: pairs with the producer's release increment (never a plain load).
-      for (int spins = 0; counter.load(std::memory_order_acquire) < target; ++spins) {
-        if (abort_.load(std::memory_order_relaxed) != 0) return false;
-        backoff(spins);
+      if (counter.load(std::memory_order_acquire) >= target) continue;
+      if (spin_until(counter, target, budget.ns)) {
+        budget.ns = std::min(max_spin_ns_, budget.ns * 2);
+        continue;
       }
+      budget.ns = std::max(min_spin_ns_, budget.ns / 2);
+      if (!park_until(counter, target, w)) return false;
     }
     return abort_.load(std::memory_order_relaxed) == 0;
   }
 
-  void record_error(int32_t task, int32_t code) {
-    std::lock_guard<std::mutex> lock(error_mu_);
-    if (error_code_ == 0) {
-      error_code_ = code;
-      error_task_ = task;
+  /// Spins for up to `spin_ns`: most hand-offs between running workers land inside a few
+  /// microseconds, and a parked worker's wake costs a futex round trip. False when the window
+  /// ran out or on abort.
+  bool spin_until(const std::atomic<uint32_t>& counter, uint32_t target, int64_t spin_ns) const {
+    if (spin_ns == 0) return false;
+    const uint64_t deadline = steady_now_ns() + static_cast<uint64_t>(spin_ns);
+    for (uint32_t spins = 1;; ++spins) {
+      if (counter.load(std::memory_order_acquire) >= target) return true;
+      if (abort_.load(std::memory_order_relaxed) != 0) return false;
+      cpu_relax();
+      if ((spins & 63) == 0 && steady_now_ns() >= deadline) return false;
     }
-    abort_.store(1, std::memory_order_relaxed);
+  }
+
+  /// Blocks until the counter reaches `target` (true) or the launch aborts (false). The check
+  /// under park_mu_ pairs with wake_parked() taking the same mutex: a producer that saw
+  /// parked_ > 0 cannot notify between this worker's last check and its wait.
+  /// Worker 0 is the launching thread, so it also keeps the deadline: past it, it aborts the launch.
+  bool park_until(const std::atomic<uint32_t>& counter, uint32_t target, int w) {
+    parked_waits_.fetch_add(1, std::memory_order_relaxed);
+    parked_.fetch_add(1, std::memory_order_seq_cst);
+    const auto met = [&] {
+      return counter.load(std::memory_order_seq_cst) >= target || abort_.load(std::memory_order_seq_cst) != 0;
+    };
+    bool in_time = true;
+    {
+      std::unique_lock<std::mutex> lock(park_mu_);
+      if (w == 0) in_time = cv_park_.wait_until(lock, deadline_, met); else cv_park_.wait(lock, met);
+    }
+    parked_.fetch_sub(1, std::memory_order_relaxed);
+    if (!in_time) {
+      caller_timed_out_ = true;
+      raise_abort();
+    }
+    return abort_.load(std::memory_order_relaxed) == 0;
+  }
+
+  /// Wakes every parked worker; each rechecks its own counter (a few workers at most park at once).
+  void wake_parked() {
+    { std::lock_guard<std::mutex> lock(park_mu_); }
+    cv_park_.notify_all();
+  }
+
+  void raise_abort() {
+    abort_.store(1, std::memory_order_seq_cst);
+    wake_parked();
+  }
+
+  void record_error(int32_t task, int32_t code) {
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      if (error_code_ == 0) {
+        error_code_ = code;
+        error_task_ = task;
+      }
+    }
+    raise_abort();
   }
 
   std::string task_name(int32_t task) const {
@@ -291,14 +365,23 @@ class CpuExecutor final : public Executor {
   }
 
   loader::ProgramImage& image_;
+  const int64_t max_spin_ns_;
+  const int64_t min_spin_ns_;
   const int workers_;
   const int32_t n_counters_;
   std::unique_ptr<std::atomic<uint32_t>[]> counters_;
   std::unique_ptr<std::atomic<int32_t>[]> progress_;
+  std::vector<SpinBudget> spin_budget_;  // one per worker, touched only by that worker
   uint32_t max_producers_ = 0;
   uint32_t epoch_ = 0;
+  std::chrono::steady_clock::time_point deadline_;  // this launch's; read by worker 0 only
+  bool caller_timed_out_ = false;                   // worker 0 (the caller) passed the deadline
   TaskTiming* trace_ = nullptr;  // this launch's records, or nullptr (set before workers start)
   std::atomic<int32_t> abort_{0};
+  std::atomic<int32_t> parked_{0};         // workers inside park_until now
+  std::atomic<int64_t> parked_waits_{0};   // this launch's waits that parked
+  std::mutex park_mu_;
+  std::condition_variable cv_park_;
   std::mutex error_mu_;
   int32_t error_code_ = 0;
   int32_t error_task_ = -1;
@@ -314,8 +397,8 @@ class CpuExecutor final : public Executor {
 
 }  // namespace
 
-std::unique_ptr<Executor> make_cpu_executor(loader::ProgramImage& image) {
-  return std::make_unique<CpuExecutor>(image);
+std::unique_ptr<Executor> make_cpu_executor(loader::ProgramImage& image, const CpuVmOptions& options) {
+  return std::make_unique<CpuExecutor>(image, options);
 }
 
 }  // namespace amk::vm

@@ -26,6 +26,8 @@ struct LaunchStats {
   double wall_us = 0.0;
   /// GPU backends: the persistent kernel alone, from stream events around it; -1 elsewhere.
   double device_us = -1.0;
+  /// CPU VM: waits that outlasted their spin and parked a worker; -1 elsewhere.
+  int64_t parked_waits = -1;
 };
 
 class Executor {

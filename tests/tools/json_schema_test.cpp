@@ -103,10 +103,12 @@ TEST_CASE("json: amk-compile success and failure documents", "[tools]") {
 }
 
 TEST_CASE("json: amk-bench cpu document", "[tools]") {
-  auto r = run_tool(AMK_BENCH_BIN, "cpu --size-mb 8 --threads 1 --json --program " + kProgram + " --weights " + kWeights);
+  auto r = run_tool(AMK_BENCH_BIN,
+                    "cpu --size-mb 8 --threads 1 --busy 1 --json --program " + kProgram + " --weights " + kWeights);
   REQUIRE(r.exit_code == 0);
   const auto doc = parsed(r, "amk-bench");
   CHECK(doc.at("bench") == "cpu");
+  CHECK(doc.at("busy_threads") == 1);
   CHECK(doc.at("backend") == "cpu");
   CHECK(doc.at("program").is_string());
   CHECK(doc.at("size_mb") == 8);
@@ -122,6 +124,10 @@ TEST_CASE("json: amk-bench cpu document", "[tools]") {
                                          shell_quote(AMK_BINARY_DIR "/no_such_program.json") + " --weights " + kWeights);
   CHECK(bad.exit_code == 1);
   parsed(bad, "amk-bench");
+
+  auto lonely = run_tool(AMK_BENCH_BIN, "cpu --size-mb 8 --threads 1 --busy 2");  // nothing to load
+  CHECK(lonely.exit_code == 2);
+  CHECK_THAT(lonely.err, Catch::Contains("--busy needs --program"));
 }
 
 TEST_CASE("json: amk-bench decode and launch documents, with or without a GPU", "[tools]") {

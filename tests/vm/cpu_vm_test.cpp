@@ -75,6 +75,57 @@ TEST_CASE("cpu vm: thousands of launches keep the epoch counters consistent", "[
   for (int n = 0; n < testing::kToyVocab; ++n) CHECK(last[n] == first[n]);
 }
 
+TEST_CASE("cpu vm: workers that park at once meet every hand-off over thousands of launches", "[vm]") {
+  // spin_before_park 0: every unmet wait parks its worker, so each hand-off goes through the
+  // wake protocol. A lost wakeup leaves a worker parked until the deadline: a Timeout here.
+  vm::CpuVmOptions no_spin;
+  no_spin.spin_before_park = std::chrono::nanoseconds(0);
+  for (int workers : {2, 5}) {
+    auto image = load_toy(workers);
+    auto vm = vm::make_cpu_executor(*image, no_spin);
+    int tok = 5;
+    REQUIRE(vm->write_buffer(0, &tok, sizeof tok).is_ok());
+    vm::LaunchOptions lo;
+    lo.deadline = std::chrono::milliseconds(10000);
+    vm::LaunchStats stats;
+    REQUIRE(vm->launch(0, lo, &stats).is_ok());
+    float first[testing::kToyVocab];
+    REQUIRE(vm->read_buffer(6, first, sizeof first).is_ok());
+    int64_t parked = 0;
+    for (int i = 1; i < 2000; ++i) {
+      Status st = vm->launch(i, lo, &stats);
+      INFO("launch " << i << " with " << workers << " workers: " << st.message());
+      REQUIRE(st.is_ok());
+      REQUIRE(stats.parked_waits >= 0);
+      parked += stats.parked_waits;
+    }
+    CHECK(parked > 0);  // the parking path ran, not only the fast check
+    float last[testing::kToyVocab];
+    REQUIRE(vm->read_buffer(6, last, sizeof last).is_ok());
+    for (int n = 0; n < testing::kToyVocab; ++n) CHECK(last[n] == first[n]);
+  }
+}
+
+TEST_CASE("cpu vm: a device error wakes parked workers at once instead of waiting for the deadline", "[vm]") {
+  vm::CpuVmOptions no_spin;
+  no_spin.spin_before_park = std::chrono::nanoseconds(0);
+  auto image = load_toy(3);
+  auto vm = vm::make_cpu_executor(*image, no_spin);
+  int bad = testing::kToyVocab + 3;  // embed (task 0) fails; its consumers are parked on it
+  REQUIRE(vm->write_buffer(0, &bad, sizeof bad).is_ok());
+  vm::LaunchOptions lo;
+  lo.deadline = std::chrono::milliseconds(20000);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = vm->launch(0, lo, nullptr);
+  const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(st.code() == StatusCode::DeviceError);  // not Timeout: nobody stayed parked
+  CHECK_THAT(st.message(), Catch::Contains("task 0 (embed) EMBED"));
+  CHECK(ms < 10000.0);
+  int good = 2;
+  REQUIRE(vm->write_buffer(0, &good, sizeof good).is_ok());
+  CHECK(vm->launch(1, lo, nullptr).is_ok());
+}
+
 TEST_CASE("cpu vm: a device error names the task and the next launch works", "[vm]") {
   auto image = load_toy(2);
   auto vm = vm::make_cpu_executor(*image);
