@@ -97,6 +97,28 @@ TEST_CASE("gpu vm: the loader warp staging 1 to 4 tasks ahead gives the CPU VM's
   }
 }
 
+TEST_CASE("gpu vm: queue bounds from the launch or from device memory give the CPU VM's results", "[gpu][vm][loader]") {
+  gputest::require_gpu();
+  // By default a block's queue bounds travel in the kernel's parameters (KernelArgs::
+  // queue_offsets); AMK_QUEUE_BOUNDS_IN_ARGS=0 reads them from prog.sm_queue_offsets, the path a
+  // launch of more than kMaxParamWorkers workers takes. Bounds off by one slot would run a task
+  // twice or skip one: wrong logits, or a wait that times out.
+  for (const char* in_args : {"1", "0"}) {
+    gputest::ScopedEnv bounds("AMK_QUEUE_BOUNDS_IN_ARGS", in_args);
+    for (int workers : {1, 3, 7}) {
+      INFO("AMK_QUEUE_BOUNDS_IN_ARGS=" << in_args << ", " << workers << " workers");
+      auto cimg = gputest::load(testing::toy_program(), false, workers);
+      auto gimg = gputest::load(testing::toy_program(), false, workers);
+      auto cpu = vm::make_cpu_executor(*cimg);
+      auto gpu = make_gpu(*gimg);
+      const vm::GpuKernelReport* rep = vm::gpu_kernel_report(*gpu);
+      REQUIRE(rep != nullptr);
+      CHECK(rep->queue_bounds_in_args == (in_args[0] == '1'));
+      check_toy_against_cpu(*gpu, *gimg, *cpu, 200, 41, 3, 11);
+    }
+  }
+}
+
 TEST_CASE("gpu vm: a device error names the task and the next launch works", "[gpu][vm]") {
   gputest::require_gpu();
   auto image = gputest::load(testing::toy_program(), false, 2);

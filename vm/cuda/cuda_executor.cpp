@@ -339,6 +339,12 @@ class CudaExecutor final : public Executor {
     report_.ring_slots = ring_slots_;
     report_.ring_slot_bytes = ring_slot_bytes_;
     report_.ring_offset = static_cast<int>(layout.ring_offset);
+    args_.queue_offsets_in_args = workers_ <= gpuvm::kMaxParamWorkers ? 1 : 0;
+    if (args_.queue_offsets_in_args != 0 && !env_is("AMK_QUEUE_BOUNDS_IN_ARGS", "0"))  // 0: measuring
+      std::copy_n(prog.sm_queue_offsets, workers_ + 1, args_.queue_offsets);
+    else
+      args_.queue_offsets_in_args = 0;
+    report_.queue_bounds_in_args = args_.queue_offsets_in_args != 0;
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
     args_.staged_tasks = staged;
@@ -734,7 +740,8 @@ std::string GpuKernelReport::summary() const {
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead"
     << (stage_while_polling ? " (also while the next waits)" : "")
-    << ", poll gate " << poll_gate << ", prefetch depth "
+    << ", poll gate " << poll_gate << (queue_bounds_in_args ? ", queue bounds in the launch" : "")
+    << ", prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
     << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
     << " B host-decoded operands per task";

@@ -45,6 +45,9 @@ struct GpuKernelReport {
   /// task before it has finished, 0 at any time, 2 only after that (env AMK_POLL_GATE, a
   /// measuring knob; KernelArgs::poll_gate).
   int poll_gate = 1;
+  /// Whether the workers' queue bounds come with the launch (KernelArgs::queue_offsets: at most
+  /// kMaxParamWorkers workers; env AMK_QUEUE_BOUNDS_IN_ARGS=0 turns it off, a measuring knob).
+  bool queue_bounds_in_args = false;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring

@@ -568,8 +568,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   float4* const s_dyn = aligned_dyn_base(s_dyn_raw);
   __shared__ SharedState s;
   const int worker = static_cast<int>(blockIdx.x);
-  const int32_t begin = args.prog.sm_queue_offsets[worker];
-  const int32_t end = args.prog.sm_queue_offsets[worker + 1];
+  const int32_t* const bounds = args.queue_offsets_in_args != 0 ? args.queue_offsets : args.prog.sm_queue_offsets;
+  const int32_t begin = bounds[worker];
+  const int32_t end = bounds[worker + 1];
   if (threadIdx.x == 0) {
     s.prog = args.prog;
     s.step = args.step;  // per-step values are fixed for the launch: a kernel parameter, no global read

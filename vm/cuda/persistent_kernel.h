@@ -35,6 +35,11 @@ using instructions::kBlockThreads;
 inline constexpr int kMaxStagedTasks = 4;
 
 /// Everything one launch needs, passed by value (device pointers only).
+/// Most workers whose queue bounds travel in KernelArgs (KernelArgs::queue_offsets); a launch of
+/// more workers reads them from prog.sm_queue_offsets. 160 covers today's GPUs (H100 / H200 132
+/// SMs, B200 148) and keeps the parameter block under 1.5 KiB, far inside the 4 KiB launch limit.
+inline constexpr int kMaxParamWorkers = 160;
+
 struct KernelArgs {
   amk_program_t prog;       ///< device tables; abort_flag is host-mapped; step / error are device memory
   /// The launch's step block by value: the first thing every block needs, so it comes with the
@@ -76,6 +81,11 @@ struct KernelArgs {
   /// depends on it cannot be met anyway, while one that does not is usually met at the first
   /// poll. AMK_POLL_GATE=0 / 2 (measuring, docs/PERFORMANCE.md row 122).
   int32_t poll_gate;
+  /// 1: queue_offsets holds prog.sm_queue_offsets[0 .. workers] (workers <= kMaxParamWorkers).
+  /// A block's queue bounds then come with the launch: its loader can load its first task at once
+  /// instead of after one global round trip for the bounds.
+  int32_t queue_offsets_in_args;
+  int32_t queue_offsets[kMaxParamWorkers + 1];
 };
 
 static_assert(instructions::kTaskBlobBytes % 16 == 0, "the kernel copies task blobs word by word");
