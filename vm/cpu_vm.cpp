@@ -1,8 +1,9 @@
 // vm/cpu_vm.cpp: the CPU VM. The launching thread runs worker 0's queue; the other workers are
-// persistent threads parked on a condition variable between launches. Counters never reset between launches: a wait (c, t) in launch `epoch` is met
-// at (epoch - 1) * producers[c] + t, the protocol the GPU uses to keep memsets off the critical
-// path. After an aborted or failed launch the counters are in an unknown state, so they are
-// zeroed and the epoch restarts; that is what keeps the executor usable after a TIMEOUT.
+// persistent threads parked on a condition variable between launches. Counters never reset
+// between launches: a wait (c, t) in launch `epoch` is met at (epoch - 1) * producers[c] + t, the
+// protocol the GPU uses to keep memsets off the critical path. After an aborted or failed launch
+// the counters are in an unknown state, so they are zeroed and the epoch restarts; that is what
+// keeps the executor usable after a TIMEOUT.
 // A wait spins for an adaptive window, then parks its worker on a condition variable; a producer
 // wakes parked workers only when some are parked. Spinning alone, or yielding, collapses when the
 // cores are busy with other work: the waiter burns the time slice its producer needs (68 ms/token

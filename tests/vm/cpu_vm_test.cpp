@@ -25,6 +25,13 @@ std::unique_ptr<loader::ProgramImage> load_toy(int workers, const ir::Program& p
   return std::move(*image);
 }
 
+/// Every unmet wait parks its worker at once, so each hand-off goes through the wake protocol.
+vm::CpuVmOptions park_at_once() {
+  vm::CpuVmOptions o;
+  o.spin_before_park = std::chrono::nanoseconds(0);
+  return o;
+}
+
 const float* weights(const loader::ProgramImage& image, const char* name) {
   return static_cast<const float*>(image.view().buffers[image.buffer_index(name)].ptr);
 }
@@ -76,13 +83,10 @@ TEST_CASE("cpu vm: thousands of launches keep the epoch counters consistent", "[
 }
 
 TEST_CASE("cpu vm: workers that park at once meet every hand-off over thousands of launches", "[vm]") {
-  // spin_before_park 0: every unmet wait parks its worker, so each hand-off goes through the
-  // wake protocol. A lost wakeup leaves a worker parked until the deadline: a Timeout here.
-  vm::CpuVmOptions no_spin;
-  no_spin.spin_before_park = std::chrono::nanoseconds(0);
+  // A lost wakeup leaves a worker parked until the deadline: a Timeout here.
   for (int workers : {2, 5}) {
     auto image = load_toy(workers);
-    auto vm = vm::make_cpu_executor(*image, no_spin);
+    auto vm = vm::make_cpu_executor(*image, park_at_once());
     int tok = 5;
     REQUIRE(vm->write_buffer(0, &tok, sizeof tok).is_ok());
     vm::LaunchOptions lo;
@@ -107,10 +111,8 @@ TEST_CASE("cpu vm: workers that park at once meet every hand-off over thousands 
 }
 
 TEST_CASE("cpu vm: a device error wakes parked workers at once instead of waiting for the deadline", "[vm]") {
-  vm::CpuVmOptions no_spin;
-  no_spin.spin_before_park = std::chrono::nanoseconds(0);
   auto image = load_toy(3);
-  auto vm = vm::make_cpu_executor(*image, no_spin);
+  auto vm = vm::make_cpu_executor(*image, park_at_once());
   int bad = testing::kToyVocab + 3;  // embed (task 0) fails; its consumers are parked on it
   REQUIRE(vm->write_buffer(0, &bad, sizeof bad).is_ok());
   vm::LaunchOptions lo;
