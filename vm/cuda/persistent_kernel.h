@@ -83,7 +83,9 @@ struct KernelArgs {
   int32_t poll_gate;
   /// 1: queue_offsets holds prog.sm_queue_offsets[0 .. workers] (workers <= kMaxParamWorkers).
   /// A block's queue bounds then come with the launch: its loader can load its first task at once
-  /// instead of after one global round trip for the bounds.
+  /// instead of after one global round trip for the bounds. That round trip did not show in the
+  /// empty launch; the tokens' -0.6-0.8% came with the kernel's new register allocation
+  /// (docs/PERFORMANCE.md row 129).
   int32_t queue_offsets_in_args;
   int32_t queue_offsets[kMaxParamWorkers + 1];
 };
