@@ -2,8 +2,8 @@
 // time) and loading a target from a user's JSON file.
 // sm_arch convention: NVIDIA records hold the compute capability x 10 (90 = sm_90, 120 = sm_120);
 // AMD records hold the gfx target name's digits read as one hexadecimal number (gfx90a -> 0x90a =
-// 2314, gfx942 -> 0x942 = 2370); the CPU record holds 0, and its num_sms = 0 means "use the
-// machine's hardware threads".
+// 2314, gfx942 -> 0x942 = 2370); the CPU record holds 0, and its num_sms = 0 means "one worker
+// per CPU this process may use" (vm/cpu_count.h), decided at run time.
 #pragma once
 #include <string>
 #include <string_view>

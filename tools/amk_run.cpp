@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   constexpr int kIntMax = std::numeric_limits<int>::max();
   app.add_option("--max-tokens", max_tokens, "tokens to generate")->check(CLI::Range(0, kIntMax))->capture_default_str();
   app.add_option("--backend", backend_text, "auto|cpu|cuda|hip")->check(CLI::IsMember({"auto", "cpu", "cuda", "hip"}))->capture_default_str();
-  app.add_option("--threads", threads, "CPU workers (0 = hardware threads)")->check(CLI::Range(0, kIntMax));
+  app.add_option("--threads", threads, "CPU workers (0 = the CPUs this process may use: affinity mask, cgroup quota)")->check(CLI::Range(0, kIntMax));
   app.add_option("--watchdog-ms", watchdog_ms, "per-token deadline before TIMEOUT")->check(CLI::Range(1, kIntMax))->capture_default_str();
   app.add_flag("--json", json, "print one JSON object (docs/JSON.md)");
   app.add_option("--trace", trace_path, "write a Chrome/Perfetto trace of every launch (docs/TRACING.md)")
@@ -169,8 +169,9 @@ int main(int argc, char** argv) {
     std::cout << amk::tools::json_text(j);
     return kExitOk;
   }
-  std::printf("amk-run: %s on %s (%d workers)\n", program_path.c_str(), (*session)->backend().c_str(),
-              (*session)->workers());
+  const int workers = (*session)->workers();
+  std::printf("amk-run: %s on %s (%d worker%s)\n", program_path.c_str(), (*session)->backend().c_str(), workers,
+              workers == 1 ? "" : "s");
   std::printf("prompt:     ");
   for (int32_t t : prompt) std::printf("%d ", t);
   std::printf("\ngenerated:  ");

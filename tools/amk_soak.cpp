@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sample-every", every, "tokens between memory samples")->check(CLI::Range(1, kIntMax))
       ->capture_default_str();
-  app.add_option("--threads", threads, "CPU workers (0 = hardware threads)")->check(CLI::Range(0, kIntMax));
+  app.add_option("--threads", threads, "CPU workers (0 = the CPUs this process may use: affinity mask, cgroup quota)")->check(CLI::Range(0, kIntMax));
   app.add_option("--first-token", first_token, "token each sequence starts from")->capture_default_str();
   app.add_option("--limit-kib", limit_kib, "allowed VmRSS growth after the first sample, KiB")
       ->check(CLI::Range(0L, std::numeric_limits<long>::max()))->capture_default_str();

@@ -6,6 +6,7 @@
 #include "instructions/common/dtype.h"
 #include "ir/json.h"
 #include "loader/loader.h"
+#include "vm/cpu_count.h"
 #include "vm/cpu_vm.h"
 #include "vm/gpu_backends.h"
 #include "vm/trace_export.h"
@@ -74,8 +75,7 @@ Result<std::unique_ptr<Session>> Session::create(const ir::Program& program, con
   lo.unsafe_skip_validation_for_tests = options.unsafe_skip_validation_for_tests;
   lo.on_weight_progress = options.on_weight_progress;
   if (backend == Backend::Cpu) {
-    lo.workers = options.threads > 0 ? options.threads
-                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    lo.workers = options.threads > 0 ? options.threads : vm::available_cpus();
   }
   auto image = loader::load_program(program, lo);
   if (!image) return image.status();

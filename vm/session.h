@@ -30,7 +30,7 @@ struct SessionOptions {
   std::string weights_path;                      ///< safetensors file (or empty with a seed)
   std::optional<uint64_t> random_weights_seed;   ///< seeded random weights instead of a file
   Backend backend = Backend::Auto;
-  int threads = 0;                               ///< CPU workers; 0 = hardware threads
+  int threads = 0;                               ///< CPU workers; 0 = the CPUs this process may use (available_cpus)
   std::chrono::milliseconds watchdog{30000};     ///< per-launch deadline
   bool unsafe_skip_validation_for_tests = false; ///< TEST ONLY (watchdog tests)
   /// Record per-task timings of every launch (write them with write_trace()). Unsupported when

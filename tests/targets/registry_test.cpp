@@ -32,7 +32,7 @@ TEST_CASE("targets: every record loads and is plausible", "[targets]") {
     CHECK(t->fp16_tflops > 0.0);
     CHECK_FALSE(t->note.empty());
     if (name == "cpu") {
-      CHECK(t->num_sms == 0);  // "use the hardware threads"
+      CHECK(t->num_sms == 0);  // "use the CPUs this process may use"
       CHECK(t->sm_arch == 0);
       continue;
     }
