@@ -81,11 +81,11 @@ AMK_DEVICE_NOINLINE int32_t attention_combine_run(const amk_program_t& p, const 
   const float neg_inf = -__int_as_float(0x7f800000);
   // Any float dtype and layout: a load-then-use loop over a runtime count of partials, one round
   // trip per load (measured slower unrolled with the generic loads: docs/PERFORMANCE.md, row 28).
+  const int32_t n = a.k * a.rows;  // partial j: row j / k of operand j % k
+  const int64_t row = a.parts[0].numel / a.rows;
   block_for((a.h_end - a.h_begin) * hd, [&](int64_t i) {
     const int64_t e = a.h_begin * hd + i;
     const int64_t h = e / hd, d = e - h * hd, o = h * width;
-    const int32_t n = a.k * a.rows;  // partial j: row j / k of operand j % k
-    const int64_t row = a.parts[0].numel / a.rows;
     float big_m = neg_inf;
     for (int32_t j = 0; j < n; ++j) big_m = fmaxf(big_m, a.parts[j % a.k].load((j / a.k) * row + o + hd));
     float l = 0.0f, s = 0.0f;

@@ -119,7 +119,7 @@ class CpuExecutor final : public Executor {
     cv_start_.notify_all();
     // The calling thread is worker 0: one wake-up fewer per launch, and the woken workers are not
     // all placed on the core of the thread that woke them and then went to sleep.
-    if (trace_ != nullptr) run_queue<true>(0); else run_queue<false>(0);
+    run_worker(0);
     bool timed_out = caller_timed_out_;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -174,6 +174,12 @@ class CpuExecutor final : public Executor {
   }
 
  private:
+  /// Worker w's queue for this launch. Decided once per launch: the untraced loop carries no
+  /// tracing code at all.
+  void run_worker(int w) {
+    if (trace_ != nullptr) run_queue<true>(w); else run_queue<false>(w);
+  }
+
   void worker_main(int w) {
     uint64_t seen = 0;
     for (;;) {
@@ -183,8 +189,7 @@ class CpuExecutor final : public Executor {
         if (shutdown_) return;
         seen = generation_;
       }
-      // Decided once per launch: the untraced loop carries no tracing code at all.
-      if (trace_ != nullptr) run_queue<true>(w); else run_queue<false>(w);
+      run_worker(w);
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (--running_ == 0) cv_done_.notify_all();

@@ -1,8 +1,6 @@
 // vm/session.cpp: Session over a loader::ProgramImage and an Executor.
 #include "vm/session.h"
 
-#include <thread>
-
 #include "instructions/common/dtype.h"
 #include "ir/json.h"
 #include "loader/loader.h"
