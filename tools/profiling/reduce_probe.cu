@@ -30,7 +30,7 @@
 
 namespace {
 
-constexpr int kThreads = 352;               // the adding warps
+constexpr int kThreads = 352;                  // the adding warps
 constexpr int kStreamThreads = kThreads + 32;  // and the streaming warp
 constexpr uint32_t kCopyBytes = 64 << 10;      // one ring slot
 constexpr int kLaunches = 21;
@@ -108,8 +108,8 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
       atomicAdd(&acc[4 * v + 3], e);
     } else if (mode == kRed4) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(&acc[4 * v]), "f"(a), "f"(c), "f"(d),
-                   "f"(e)
+      asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(&acc[4 * v]), "f"(a), "f"(c),
+                   "f"(d), "f"(e)
                    : "memory");
 #endif
     } else if (mode == kStore) {
