@@ -28,23 +28,6 @@ std::optional<int> quota_cpus(long long quota, long long period) {
   return static_cast<int>(std::clamp<long long>((quota + period - 1) / period, 1, 1 << 20));
 }
 
-}  // namespace
-
-std::optional<int> cpus_from_cgroup_max(const std::string& text) {
-  std::istringstream in(text);
-  std::string quota, period, rest;
-  if (!(in >> quota >> period) || (in >> rest) || quota == "max") return std::nullopt;
-  const std::optional<long long> q = whole_number(quota), p = whole_number(period);
-  return q && p ? quota_cpus(*q, *p) : std::nullopt;
-}
-
-std::optional<int> cpus_from_cfs(const std::string& quota_us, const std::string& period_us) {
-  const std::optional<long long> q = whole_number(quota_us), p = whole_number(period_us);
-  return q && p ? quota_cpus(*q, *p) : std::nullopt;  // quota -1: none
-}
-
-namespace {
-
 #if defined(__linux__)
 std::string first_line(const std::string& path) {
   std::ifstream f(path);
@@ -94,6 +77,19 @@ std::optional<int> cgroup_quota_cpus() {
 #endif  // __linux__
 
 }  // namespace
+
+std::optional<int> cpus_from_cgroup_max(const std::string& text) {
+  std::istringstream in(text);
+  std::string quota, period, rest;
+  if (!(in >> quota >> period) || (in >> rest) || quota == "max") return std::nullopt;
+  const std::optional<long long> q = whole_number(quota), p = whole_number(period);
+  return q && p ? quota_cpus(*q, *p) : std::nullopt;
+}
+
+std::optional<int> cpus_from_cfs(const std::string& quota_us, const std::string& period_us) {
+  const std::optional<long long> q = whole_number(quota_us), p = whole_number(period_us);
+  return q && p ? quota_cpus(*q, *p) : std::nullopt;  // quota -1: none
+}
 
 int available_cpus() {
   int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kStreamThreads, 1)
 #endif
     } else if (mode == kStore) {
       partials[static_cast<size_t>(b) * n4 + v] = make_float4(a, c, d, e);
-    } else {  // kSum: the rows stored by the previous launch, in block order
+    } else {  // kSum: the rows the store mode's launches left, in block order
       float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
       for (int r = 0; r < blocks; ++r) {
         const float4 p = partials[static_cast<size_t>(r) * n4 + v];
