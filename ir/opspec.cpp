@@ -44,6 +44,8 @@ const std::vector<RecipeSpec>& recipe_specs() {
       {FusedRecipe::RopeAppend, "ROPE_APPEND", 3, {"head_dim", "pos"}, -1, false},
       {FusedRecipe::RopeAttention, "ROPE_ATTENTION", 6,
        {"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads", "flags"}, -1, false},
+      {FusedRecipe::RmsNormMlpFold, "RMSNORM_MLP_FOLD", 3, {"eps", "K", "N_tile", "n_off", "flags"}, -1, false},
+      {FusedRecipe::GemvAddCopy, "GEMV_ADD_COPY", 3, {"K", "N_tile", "n_off"}, 2, true, 2},
   };
   return specs;
 }

@@ -30,6 +30,10 @@ enum class FusedRecipe : int32_t {
   RopeAppend = 5,      ///< [x, inv_freq, cache] -> cache: cache[pos, :] = rope(x, pos) (ROPE then KV_APPEND)
   RopeAttention = 6,   ///< [q, k_cache, v_cache, k_new, v_new, inv_freq] -> out: ATTENTION_TILE over the cache
                        ///< with q and k_new rotated at the step's pos and row pos taken from k_new / v_new
+  RmsNormMlpFold = 7,  ///< [x, norm_w, W_mlp [I, 3, K]] -> out [rows, K] F32, ACCUMULATE: for n in the tile,
+                       ///< a = silu(xn . W_mlp[n, 0]) * (xn . W_mlp[n, 1]) with xn = rmsnorm(x) * norm_w, and
+                       ///< out += a * W_mlp[n, 2] (down_proj's column n; docs/FOLD.md)
+  GemvAddCopy = 8,     ///< [x, W, residual] -> out, copy: GEMV_ADD's tile written to both outputs
 };
 struct RecipeSpec {
   FusedRecipe recipe;
@@ -38,6 +42,7 @@ struct RecipeSpec {
   std::vector<std::string_view> required_params;
   int residual_input;     ///< index of the input read only over the output tile, or -1
   bool gemv = true;       ///< a GEMV tile with a prologue / epilogue (false: ROPE_APPEND, ROPE_ATTENTION)
+  int outputs = 1;        ///< exact output count (GEMV_ADD_COPY: 2)
 };
 /// All recipes.
 const std::vector<RecipeSpec>& recipe_specs();

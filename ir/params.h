@@ -65,6 +65,10 @@ inline constexpr int64_t kFlagPartialWrite = 1 << 1;
 inline constexpr int64_t kFlagStepPos = 1 << 2;
 /// attention window follows the step: [kv_start, min(kv_start + kv_len, step.pos + 1)).
 inline constexpr int64_t kFlagStepKv = 1 << 3;
+/// The task adds its result into its output (F32, atomic adds) instead of storing it: tasks that
+/// accumulate into the same bytes need no order among themselves (docs/FOLD.md). Only recipes that
+/// accumulate take it (RMSNORM_MLP_FOLD, which requires it).
+inline constexpr int64_t kFlagAccumulate = 1 << 4;
 inline constexpr int kFlagRecipeShift = 16;
 
 }  // namespace amk::ir
