@@ -1,6 +1,7 @@
 // ir/access.cpp: the per-opcode access model of docs/OPCODES.md (whole buffers by default; tiles
 // for GEMV_TILE, GEMM_TILE, ATTENTION_TILE and FUSED ROPE_ATTENTION (a row of a stacked output), a head-tiled
-// ATTENTION_COMBINE, SAMPLE_ARGMAX tiles and the FUSED GEMV recipes; KV_APPEND reads its cache).
+// ATTENTION_COMBINE, SAMPLE_ARGMAX tiles and the FUSED GEMV recipes (GEMV_ADD_COPY: the tile of both
+// outputs); KV_APPEND reads its cache; RMSNORM_MLP_FOLD reads a row range of w_mlp and accumulates).
 // Regions are exactly what the kernel touches, even when a tile lies outside its buffer: validate()
 // reports such a tile as tile.bounds, and the race analysis still sees the real footprint.
 #include "ir/access.h"
@@ -74,10 +75,11 @@ struct Emitter {
     const BufferId id = task.inputs[i];
     out.push_back(Access{id, false, region ? *region : whole_or_empty(buffer_at(program, id, index)), static_cast<int>(i)});
   }
-  void write(size_t i, const Region* region = nullptr) {
+  void write(size_t i, const Region* region = nullptr, bool accumulate = false) {
     if (i >= task.outputs.size()) return;
     const BufferId id = task.outputs[i];
-    out.push_back(Access{id, true, region ? *region : whole_or_empty(buffer_at(program, id, index)), static_cast<int>(i)});
+    out.push_back(Access{id, true, region ? *region : whole_or_empty(buffer_at(program, id, index)), static_cast<int>(i),
+                         accumulate});
   }
   const Buffer* in_buf(size_t i) const {
     return i < task.inputs.size() ? buffer_at(program, task.inputs[i], index) : nullptr;
@@ -93,9 +95,10 @@ struct Emitter {
   }
 };
 
-// GEMV-shaped tile: writes output 0 over cols [n_off, n_off+N_tile); `residual` (or -1) is read
-// over the same columns. Everything else is read whole.
-void gemv_like(Emitter& e, int residual) {
+// GEMV-shaped tile: writes outputs [0, tile_outputs) over cols [n_off, n_off+N_tile) (GEMV_ADD_COPY
+// stores its tile twice); `residual` (or -1) is read over the same columns. Everything else is
+// read or written whole.
+void gemv_like(Emitter& e, int residual, size_t tile_outputs = 1) {
   int64_t n_off = 0, n_tile = 0;
   if (!int_param(e.task.params, "n_off", n_off) || !int_param(e.task.params, "N_tile", n_tile)) {
     e.rest(0, true);
@@ -108,8 +111,31 @@ void gemv_like(Emitter& e, int residual) {
     done |= size_t{1} << residual;
   }
   e.rest(done, false);
-  Region w = col_tile(e.out_buf(0), n_off, n_off + n_tile);
-  e.write(0, &w);
+  for (size_t o = 0; o < e.task.outputs.size(); ++o) {
+    Region w = col_tile(e.out_buf(o), n_off, n_off + n_tile);
+    e.write(o, o < tile_outputs ? &w : nullptr);
+  }
+}
+
+// FUSED RMSNORM_MLP_FOLD [x, norm_w, w_mlp [I, 3, K]] -> out: x and norm_w whole; of w_mlp's
+// [3 I, K] matrix view, the triples (gate, up, down^T rows) of columns [n_off, n_off + N_tile),
+// which are rows [3 n_off, 3 (n_off + N_tile)); out whole, added into when the task carries
+// ACCUMULATE (which validate() requires; without it the write is judged as a plain store).
+void mlp_fold(Emitter& e) {
+  int64_t n_off = 0, n_tile = 0;
+  e.read(0);
+  e.read(1);
+  if (int_param(e.task.params, "n_off", n_off) && int_param(e.task.params, "N_tile", n_tile)) {
+    Region w = whole_or_empty(e.in_buf(2));
+    w.row_begin = mul_sat(3, n_off);
+    w.row_end = mul_sat(3, n_off + n_tile);
+    e.read(2, &w);
+  } else {
+    e.read(2);
+  }
+  e.rest(0x7, false);  // inputs past the recipe's three (an arity error) are read whole
+  const auto flags = e.task.params.get_int("flags");
+  e.write(0, nullptr, flags && (*flags & kFlagAccumulate) != 0);
   for (size_t o = 1; o < e.task.outputs.size(); ++o) e.write(o);
 }
 
@@ -218,11 +244,15 @@ void fused(Emitter& e) {
     attention_tile(e);
     return;
   }
+  if (recipe != nullptr && recipe->recipe == FusedRecipe::RmsNormMlpFold) {
+    mlp_fold(e);
+    return;
+  }
   if (recipe == nullptr || !recipe->gemv) {  // ROPE_APPEND: as KV_APPEND, the cache read and written whole
     e.rest(0, true);
     return;
   }
-  gemv_like(e, recipe->residual_input);
+  gemv_like(e, recipe->residual_input, static_cast<size_t>(recipe->outputs));
 }
 
 }  // namespace

@@ -37,6 +37,9 @@ struct Access {
   bool write = false;
   Region region;
   int operand = 0;  ///< index into task.inputs (reads) or task.outputs (writes)
+  /// A write that adds into the memory (ACCUMULATE, docs/FOLD.md): a read-modify-write, so it needs
+  /// a written value like a read, but two accumulates of the same bytes need no order between them.
+  bool accumulate = false;
 };
 
 /// Every read and write of `task`. Requires the task's buffer ids to be in range; params that are

@@ -1,9 +1,11 @@
 // ir/hb_adversarial.cpp: simulate_adversarial, the dynamic backstop to the static race proof.
 // A seeded (std::mt19937_64) executor with separate start and end events: any ready task may
 // start, many run at once, and they complete in random order. Per memory cell it tracks the
-// accesses in flight and the last completed writer, and reports overlapping conflicting accesses,
-// reads of transient memory no completed task wrote, page clobbers, KV reads before the append,
-// and tasks that never run. Every report is a real violation, so validate() must reject it.
+// accesses in flight and the last completed writer, and reports overlapping conflicting accesses
+// (two accumulates of one buffer do not conflict; an accumulate conflicts with anything else),
+// reads and accumulates of transient memory no completed task wrote, page clobbers, KV reads
+// before the append, and tasks that never run. Every report is a real violation, so validate()
+// must reject it.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -73,6 +75,9 @@ class Adversary {
   void finish(int32_t t);
   std::string who(int32_t t) const { return detail::task_ref(p_, t); }
   std::string buf(int32_t b) const { return detail::buffer_ref(p_, b); }
+  static const char* verb(const detail::ObjAccess& a) {
+    return a.accumulate ? " accumulates into " : a.write ? " writes " : " reads ";
+  }
 
   const Program& p_;
   const detail::ProgramIndex& ix_;
@@ -99,13 +104,14 @@ void Adversary::start(int32_t t, std::set<std::string>& out) {
         const detail::ObjAccess& b = m_.accesses[j];
         if (!(a.write || b.write)) continue;
         if (page ? b.buffer == a.buffer : b.task == a.task) continue;  // same-buffer pairs live on the buffer
+        if (!page && a.accumulate && b.accumulate) continue;          // adds commute: no order needed
         if (b.task == t)
           out.insert(who(t) + " reads and writes " + buf(a.buffer) + " / " + buf(b.buffer) + " on the same page bytes");
         else
-          out.insert(who(t) + (a.write ? " writes " : " reads ") + buf(a.buffer) + " while " + who(b.task) +
-                     (b.write ? " writes " : " reads ") + buf(b.buffer) + " over the same memory (both in flight)");
+          out.insert(who(t) + verb(a) + buf(a.buffer) + " while " + who(b.task) + verb(b) + buf(b.buffer) +
+                     " over the same memory (both in flight)");
       }
-      if (!a.write) {
+      if (!a.write || a.accumulate) {  // an accumulate reads the value it adds to
         const BufferKind kind = p_.buffers[a.buffer].kind;
         const auto& w = written_[cell];
         const bool own = std::find(w.begin(), w.end(), a.buffer) != w.end();

@@ -25,10 +25,13 @@ constexpr std::array<Field, 10> kRootFields = {{
     {"tasks", Expect::Array, true},         {"pages", Expect::ObjectOrNull, false},
     {"config", Expect::ObjectOrNull, false}, {"decode", Expect::AnyJson, false},
 }};
-constexpr std::array<Field, 7> kBufferFields = {{
+constexpr std::array<Field, 8> kBufferFields = {{
     {"id", Expect::Id, true},      {"name", Expect::String, true},     {"kind", Expect::Kind, true},
     {"dtype", Expect::DType, true}, {"shape", Expect::IntArray, true}, {"space", Expect::Space, false},
-    {"source", Expect::StringOrNull, false},
+    {"source", Expect::StringOrNull, false}, {"stack", Expect::StackArray, false},
+}};
+constexpr std::array<Field, 2> kStackPartFields = {{
+    {"source", Expect::String, true}, {"transpose", Expect::Bool, false},
 }};
 constexpr std::array<Field, 3> kCounterFields = {{
     {"id", Expect::Id, true}, {"init", Expect::Int64, false}, {"note", Expect::String, false},
@@ -76,6 +79,7 @@ FieldTable fields_of(Ctx ctx) {
   switch (ctx) {
     case Ctx::Root: return table_of(kRootFields);
     case Ctx::Buffer: return table_of(kBufferFields);
+    case Ctx::StackPart: return table_of(kStackPartFields);
     case Ctx::Counter: return table_of(kCounterFields);
     case Ctx::Task: return table_of(kTaskFields);
     case Ctx::Wait: return table_of(kWaitFields);
@@ -107,6 +111,7 @@ std::string expect_text(Expect e) {
     case Expect::Sm: return "an int32 SM index or null";
     case Expect::String: return "a string";
     case Expect::StringOrNull: return "a string or null";
+    case Expect::Bool: return "a bool";
     case Expect::Version: return "a version string like \"" + std::string(kIrVersion) + "\"";
     case Expect::Object: return "an object";
     case Expect::ObjectOrNull: return "an object or null";
@@ -115,6 +120,7 @@ std::string expect_text(Expect e) {
     case Expect::IdArray: return "an array of non-negative int32 ids";
     case Expect::IntArray: return "an array of int64 integers";
     case Expect::WaitArray: return "an array of {\"counter\", \"threshold\"} objects";
+    case Expect::StackArray: return "a non-empty array of {\"source\", \"transpose\"} objects";
     case Expect::ParamObject: return "an object of scalar params";
     case Expect::DType:
       return "a dtype name (" + name_list(kDTypeCount, [](int i) { return dtype_name(static_cast<DType>(i)); }) + ")";
@@ -197,6 +203,9 @@ bool ProgramReader::on_key(std::string_view k) {
   }
   if (f.field < 0) {
     f.key = k;  // a known key is not copied: path() takes it from the field table
+    // A stack part is new and small: a misspelt "transpose" must not silently mean false.
+    if (f.ctx == Ctx::StackPart)
+      return fail_here(StatusCode::InvalidArgument, "unknown key (a stack part has \"source\" and \"transpose\")");
     return true;
   }
   const uint32_t bit = 1u << f.field;
@@ -313,8 +322,21 @@ bool ProgramReader::on_open(bool is_array, size_t offset) {
       push(Ctx::Wait, false);
       return true;
     case Ctx::Buffer:
-      if (f.field < 0) break;
-      return want(true, Ctx::Shape);
+      switch (f.field) {
+        case -1: break;
+        case kBShape: return want(true, Ctx::Shape);
+        case kBStack: return want(true, Ctx::Stack);
+        default: return type_error(field_expect(f), got);
+      }
+      break;
+    case Ctx::Stack:
+      if (is_array) return type_error(kStackPartText, got);
+      part_ = &buf_->stack.emplace_back();
+      push(Ctx::StackPart, false);
+      return true;
+    case Ctx::StackPart:
+      if (f.field >= 0) return type_error(field_expect(f), got);
+      break;
     case Ctx::Task:
       switch (f.field) {
         case -1: break;
@@ -377,6 +399,23 @@ bool ProgramReader::finish_capture(const Frame& f) {
   return true;
 }
 
+// "source" may come before or after "stack", and "kind" anywhere, so these wait for the whole object.
+bool ProgramReader::finish_buffer(const std::string& at) {
+  if (!buf_->stacked()) return true;
+  if (buf_->source) {
+    status_ = Status(StatusCode::InvalidArgument, at + ": \"source\" and \"stack\" are both set; a stacked buffer "
+                                                       "takes its tensors from \"stack\" alone (\"source\": null)");
+    return false;
+  }
+  if (buf_->kind != BufferKind::Weight && buf_->kind != BufferKind::Const) {
+    const std::string kind(buffer_kind_name(buf_->kind));
+    status_ = Status(StatusCode::InvalidArgument,
+                     at + ".stack: only a WEIGHT or CONST buffer may be stacked, this one is " + kind);
+    return false;
+  }
+  return true;
+}
+
 bool ProgramReader::on_close() {
   Frame& f = top();
   const FieldTable t = fields_of(f.ctx);
@@ -392,6 +431,13 @@ bool ProgramReader::on_close() {
     cap_.pop_back();
     if (f.capture_root && !finish_capture(f)) return false;
   }
+  if (f.ctx == Ctx::Stack && f.count == 0) {
+    if (status_.is_ok())
+      status_ = Status(StatusCode::InvalidArgument,
+                       path(depth_ - 1) + ": expected " + expect_text(Expect::StackArray) + ", got an empty array");
+    return false;
+  }
+  if (f.ctx == Ctx::Buffer && !finish_buffer(path(depth_ - 1))) return false;
   --depth_;
   if (depth_ > 0) top().slot_open = false;  // a syntax error after this value names the container
   return true;

@@ -70,15 +70,18 @@ inline constexpr size_t kPathTail = 6;
 
 // What the frame on top of the stack is.
 enum class Ctx : uint8_t {
-  Root, Skip, Capture, Buffers, Buffer, Shape, Counters, Counter, Tasks, Task,
+  Root, Skip, Capture, Buffers, Buffer, Shape, Stack, StackPart, Counters, Counter, Tasks, Task,
   IdList, Waits, Wait, Params, Pages, BufferToPage, PageList, Page,
 };
 
 // What a field expects; also the text of a type error ("expected <text>, got ...").
 enum class Expect : uint8_t {
-  Id, Int64, Positive, Sm, String, StringOrNull, Version, Object, ObjectOrNull, AnyJson,
-  Array, IdArray, IntArray, WaitArray, ParamObject, DType, Space, Kind, Op,
+  Id, Int64, Positive, Sm, String, StringOrNull, Bool, Version, Object, ObjectOrNull, AnyJson,
+  Array, IdArray, IntArray, WaitArray, StackArray, ParamObject, DType, Space, Kind, Op,
 };
+
+// What a stack part must be, for type errors of "stack" elements.
+inline constexpr const char* kStackPartText = "a {\"source\", \"transpose\"} object";
 
 struct Field {
   std::string_view key;
@@ -88,7 +91,8 @@ struct Field {
 
 // Field indices, in spec key order; a field's index is also its bit in Frame::seen.
 enum RootField { kFIrVersion, kFAbiVersion, kFMeta, kFTarget, kFBuffers, kFCounters, kFTasks, kFPages, kFConfig, kFDecode };
-enum BufferField { kBId, kBName, kBKind, kBDType, kBShape, kBSpace, kBSource };
+enum BufferField { kBId, kBName, kBKind, kBDType, kBShape, kBSpace, kBSource, kBStack };
+enum StackPartField { kSSource, kSTranspose };
 enum CounterField { kCId, kCInit, kCNote };
 enum TaskField { kTId, kTOp, kTInputs, kTOutputs, kTOutCounter, kTWaits, kTParams, kTSm, kTEstBytes, kTEstFlops, kTLabel };
 enum WaitField { kWCounter, kWThreshold };
@@ -143,6 +147,9 @@ class ProgramReader final : public JsonEvents {
 
   bool scalar_in_root(Frame& f, const Scalar& v);
   bool scalar_in_buffer(Frame& f, const Scalar& v);
+  bool scalar_in_stack_part(Frame& f, const Scalar& v);
+  // Checks that need the whole buffer object (its keys come in any order); `at` is its path.
+  bool finish_buffer(const std::string& at);
   bool scalar_in_task(Frame& f, const Scalar& v);
   bool scalar_in_param(Frame& f, const Scalar& v);
   bool scalar_in_page(Frame& f, const Scalar& v);
@@ -198,6 +205,7 @@ class ProgramReader final : public JsonEvents {
   std::vector<nlohmann::ordered_json*> cap_;    ///< capture stack: the DOM node of each open Capture frame
   nlohmann::ordered_json target_json_, config_json_;
   Buffer* buf_ = nullptr;       ///< the object being filled (stable while its frame is open)
+  StackPart* part_ = nullptr;
   Counter* ctr_ = nullptr;
   Task* task_ = nullptr;
   Wait* wait_ = nullptr;

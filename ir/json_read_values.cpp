@@ -81,6 +81,8 @@ bool ProgramReader::set_scalar(const Scalar& v) {
     case Ctx::PageList: return type_error("a page object", v.text());
     case Ctx::Waits: return type_error("a {\"counter\", \"threshold\"} object", v.text());
     case Ctx::Buffer: return scalar_in_buffer(f, v);
+    case Ctx::Stack: return type_error(kStackPartText, v.text());
+    case Ctx::StackPart: return scalar_in_stack_part(f, v);
     case Ctx::Shape: {
       int64_t d = 0;
       if (!int64_value(v, d)) return false;
@@ -178,7 +180,19 @@ bool ProgramReader::scalar_in_buffer(Frame& f, const Scalar& v) {
       if (v.kind != Scalar::Kind::String) return type_error(Expect::StringOrNull, v.text());
       buf_->source = std::string(v.s);
       return true;
+    case kBStack: return type_error(Expect::StackArray, v.text());
     default: return true;
+  }
+}
+
+bool ProgramReader::scalar_in_stack_part(Frame& f, const Scalar& v) {
+  switch (f.field) {
+    case kSSource: return string_value(v, part_->source);
+    case kSTranspose:
+      if (v.kind != Scalar::Kind::Bool) return type_error(Expect::Bool, v.text());
+      part_->transpose = v.b;
+      return true;
+    default: return true;  // unreachable: on_key refuses unknown keys of a part
   }
 }
 

@@ -130,6 +130,17 @@ void write_buffer(Writer& w, const Buffer& b) {
   w.key("source");
   if (b.source) w.str(*b.source);
   else w.null();
+  // Only stacked buffers carry the key, so every other program's text is unchanged.
+  if (b.stacked()) {
+    w.key("stack").open('[');
+    for (const StackPart& part : b.stack) {
+      w.item().open('{');
+      w.key("source").str(part.source);
+      w.key("transpose").boolean(part.transpose);
+      w.close('}');
+    }
+    w.close(']');
+  }
   w.close('}');
 }
 

@@ -35,7 +35,17 @@ using PageId = Id<struct PageTag>;
 inline constexpr const char* kIrVersion = "0.2.0";
 inline constexpr const char* kAbiVersion = "0.2";
 
-/// A named tensor (spec 1.2). `source` is the state-dict key for WEIGHT/CONST buffers.
+/// One part of a stacked WEIGHT/CONST buffer (docs/FOLD.md, "Stacked weight sources"): the rank-2
+/// state-dict tensor `source`, transposed first when `transpose` is set.
+struct StackPart {
+  std::string source;
+  bool transpose = false;
+  bool operator==(const StackPart& o) const { return source == o.source && transpose == o.transpose; }
+};
+
+/// A named tensor (spec 1.2). `source` is the state-dict key for WEIGHT/CONST buffers; a stacked
+/// one has `stack` instead: shape [N, P, K] with P = stack.size() and buf[n, p, :] = row n of
+/// part p (after its transpose). At most one of the two is set (validate(): source.stack).
 struct Buffer {
   BufferId id;
   std::string name;
@@ -44,6 +54,12 @@ struct Buffer {
   std::vector<int64_t> shape;
   MemSpace space = MemSpace::Hbm;
   std::optional<std::string> source;
+  /// Empty = not stacked. The `= {}` keeps aggregate inits that stop at `source` free of
+  /// -Wmissing-field-initializers.
+  std::vector<StackPart> stack = {};
+
+  /// True when the buffer is built from stacked parts.
+  bool stacked() const { return !stack.empty(); }
 
   /// Product of the shape (1 for rank 0); -1 if any dimension is negative or it overflows.
   int64_t numel() const;

@@ -35,6 +35,7 @@ ValidationResult run(const Program& program) {
   detail::check_ids(cx);
   detail::check_version(cx);
   detail::check_buffers(cx);
+  detail::check_sources(cx);
   detail::check_counters(cx);
   detail::check_tasks(cx);
   detail::check_pages(cx);

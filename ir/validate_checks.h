@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ir/opspec.h"
 #include "ir/validate_diag.h"
 #include "ir/validate_index.h"
 
@@ -25,6 +26,10 @@ struct Context {
 };
 
 // validate_structure.cpp
+/// A FUSED task's recipe when it names a known one, else nullptr.
+const RecipeSpec* task_recipe(const Task& task);
+/// The exact output count of `task`: its FUSED recipe's (RecipeSpec::outputs), else its opcode's.
+int task_outputs_expected(const Task& task);
 void check_ids(Context& cx);          ///< ids.dense
 void check_version(Context& cx);      ///< version
 void check_buffers(Context& cx);      ///< caps (rank), shape (dims, numel)
@@ -32,6 +37,9 @@ void check_counters(Context& cx);     ///< counter.init
 void check_tasks(Context& cx);        ///< ref.*, arity, caps, sm.range, wait.*, write.readonly
 void check_pages(Context& cx);        ///< ref.page, ref.buffer, page.size, page.bind
 void check_meta(Context& cx);         ///< target.label
+
+// validate_sources.cpp
+void check_sources(Context& cx);      ///< source.stack
 
 // validate_params.cpp
 void check_params(Context& cx, int32_t t);   ///< params.required, params.type, params.unknown

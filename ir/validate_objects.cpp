@@ -125,7 +125,7 @@ MemObjects build_objects(const ProgramIndex& ix, const std::vector<int32_t>& seq
       if (b == kNone || !keep[b]) continue;
       if (step_rows_only[b] && reads_cache_before_step(p.tasks[t], a)) continue;
       const Buffer& buf = p.buffers[b];
-      ObjAccess oa{t, b, a.write, static_cast<int32_t>(m.boxes.size()), 0};
+      ObjAccess oa{t, b, a.write, static_cast<int32_t>(m.boxes.size()), 0, a.accumulate};
       if (m.byte_mode[b]) {
         region_bytes(buf, a.region, m.boxes);
       } else if (!a.region.empty()) {
@@ -136,7 +136,7 @@ MemObjects build_objects(const ProgramIndex& ix, const std::vector<int32_t>& seq
       flat.push_back(oa);
       flat_obj.push_back(b);
       if (m.page_object[b] != kNone) {
-        ObjAccess po{t, b, a.write, static_cast<int32_t>(m.boxes.size()), 0};
+        ObjAccess po{t, b, a.write, static_cast<int32_t>(m.boxes.size()), 0, a.accumulate};
         region_bytes(buf, a.region, m.boxes);
         po.box_end = static_cast<int32_t>(m.boxes.size());
         if (po.box_end == po.box_begin) continue;

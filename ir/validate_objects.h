@@ -21,6 +21,7 @@ struct ObjAccess {
   int32_t buffer = 0;    ///< buffer position
   bool write = false;
   int32_t box_begin = 0, box_end = 0;  ///< into MemObjects::boxes
+  bool accumulate = false;             ///< a write that adds into the memory (Access::accumulate)
 };
 
 struct MemObjects {

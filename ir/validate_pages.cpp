@@ -2,7 +2,8 @@
 // walk's business; here every consecutive pair of accesses to different buffers on the same page
 // bytes must be hb-ordered, and a read must find its own buffer's value: if another buffer's
 // write came in between (ordered or not), the value was clobbered. A task that reads one buffer
-// and writes another on the same bytes clobbers its own input.
+// and writes another on the same bytes clobbers its own input. An accumulate is a read and a write
+// of its buffer, so accumulates into two buffers sharing bytes need an order like any writes.
 #include <algorithm>
 
 #include "ir/validate_races.h"
@@ -33,8 +34,9 @@ void RaceChecker::page_cell(int32_t o, const Box& cell, const int32_t* entries, 
     writes.clear();
     for (; i < n && entries[i] >= 0 && m_.accesses[m_.begin[o] + entries[i]].task == t; ++i) {
       const ObjAccess& a = m_.accesses[m_.begin[o] + entries[i]];
-      auto& list = a.write ? writes : reads;
-      if (!has(list, a.buffer)) list.push_back(a.buffer);
+      if (a.write && !has(writes, a.buffer)) writes.push_back(a.buffer);
+      // An accumulate reads the value it adds to: its buffer's value must still be on the page.
+      if ((!a.write || a.accumulate) && !has(reads, a.buffer)) reads.push_back(a.buffer);
     }
     if (writes.size() > 1)
       cx_.sink.error("page.clobber", task_ref(p_, t) + " writes both " + buffer_ref(p_, writes[0]) + " and " +

@@ -1,7 +1,8 @@
 // ir/validate_races.cpp: the race checks of docs/VALIDATION.md over buffer objects (race.raw,
-// race.war, race.waw, race.unwritten-read, race.kv, race.partial-wait), driving the batched
-// happens-before questions. Consecutive accesses of each cell are checked; a check implied by
-// two others (writer -> reader -> next writer) is not asked again, since hb is transitive.
+// race.war, race.waw, race.unwritten-read, race.kv, race.accumulate, race.partial-wait), driving
+// the batched happens-before questions. Consecutive accesses of each cell are checked; a check
+// implied by two others (writer -> reader -> next writer) is not asked again, since hb is
+// transitive. The messages are worded in validate_race_report.cpp.
 #include "ir/validate_races.h"
 
 #include <algorithm>
@@ -20,7 +21,8 @@ std::string RaceChecker::where(int32_t o, const Box& cell) const {
   return object_name(o) + region_text(Region{cell.r0, cell.r1, cell.c0, cell.c1}, matrix_view(p_.buffers[o]));
 }
 
-void RaceChecker::ask(int32_t a, int32_t b, const char* rule, int32_t o, const Box& cell, int32_t buf_a, int32_t buf_b) {
+void RaceChecker::ask(int32_t a, int32_t b, const char* rule, int32_t o, const Box& cell, int32_t buf_a, int32_t buf_b,
+                      AccPair acc) {
   if (a == b || q_.direct(a, b)) return;
   // Neighbouring cells ask the same pairs; a small direct-mapped cache drops most repeats and
   // resolve() removes the rest.
@@ -28,7 +30,7 @@ void RaceChecker::ask(int32_t a, int32_t b, const char* rule, int32_t o, const B
   uint64_t& slot = recent_[(key * 0x9E3779B97F4A7C15ull) >> 52];
   if (slot == key + 1) return;
   slot = key + 1;
-  why_.push_back(Why{rule, o, cell, buf_a, buf_b});
+  why_.push_back(Why{rule, o, cell, buf_a, buf_b, acc});
   q_.enqueue(a, b, static_cast<int32_t>(why_.size()) - 1);
 }
 
@@ -43,16 +45,16 @@ bool RaceChecker::joins(int32_t t, int32_t c) const {
 }
 
 void RaceChecker::group_after(int32_t a, int32_t g, const char* rule, int32_t o, const Box& cell, int32_t buf_a,
-                              int32_t buf_b) {
+                              int32_t buf_b, AccPair acc) {
   Group& gr = groups_[g];
-  const ObjAccess* acc = m_.accesses.data() + object_begin_;
+  const ObjAccess* accs = m_.accesses.data() + object_begin_;
   if (!gr.joins_known) {  // counters joined (all-join) by every member
     gr.joins_known = true;
-    const int32_t t0 = acc[gr.first].task;
+    const int32_t t0 = accs[gr.first].task;
     for (int32_t s = cx_.ix.wait_begin[t0]; s < cx_.ix.wait_begin[t0 + 1]; ++s) {
       const int32_t c = cx_.ix.wait_counter[s];
       bool all = cx_.ix.wait_threshold[s] >= 1 && !g_.wait_partial[s];
-      for (int32_t k = gr.first + 1; all && k <= gr.last; ++k) all = joins(acc[k].task, c);
+      for (int32_t k = gr.first + 1; all && k <= gr.last; ++k) all = joins(accs[k].task, c);
       if (all) gr.joins.push_back(c);
     }
   }
@@ -61,55 +63,48 @@ void RaceChecker::group_after(int32_t a, int32_t g, const char* rule, int32_t o,
     q_.count();  // a -> hub(c) -> every member
     return;
   }
-  for (int32_t k = gr.first; k <= gr.last; ++k) ask(a, acc[k].task, rule, o, cell, buf_a, buf_b);
+  for (int32_t k = gr.first; k <= gr.last; ++k) ask(a, accs[k].task, rule, o, cell, buf_a, buf_b, acc);
 }
 
 void RaceChecker::group_before(int32_t g, int32_t b, const char* rule, int32_t o, const Box& cell, int32_t buf_a,
-                               int32_t buf_b) {
+                               int32_t buf_b, AccPair acc) {
   Group& gr = groups_[g];
-  const ObjAccess* acc = m_.accesses.data() + object_begin_;
+  const ObjAccess* accs = m_.accesses.data() + object_begin_;
   if (gr.signal == -2) {
-    gr.signal = cx_.ix.task_out[acc[gr.first].task];
+    gr.signal = cx_.ix.task_out[accs[gr.first].task];
     for (int32_t k = gr.first + 1; k <= gr.last && gr.signal != -1; ++k)
-      if (cx_.ix.task_out[acc[k].task] != gr.signal) gr.signal = -1;
+      if (cx_.ix.task_out[accs[k].task] != gr.signal) gr.signal = -1;
   }
   if (gr.signal >= 0 && joins(b, gr.signal)) {
     q_.count();  // every member -> hub(signal) -> b
     return;
   }
-  for (int32_t k = gr.first; k <= gr.last; ++k) ask(acc[k].task, b, rule, o, cell, buf_a, buf_b);
+  for (int32_t k = gr.first; k <= gr.last; ++k) ask(accs[k].task, b, rule, o, cell, buf_a, buf_b, acc);
 }
 
 void RaceChecker::ask_code(int32_t code, int32_t b, const char* rule, int32_t o, const Box& cell, int32_t buf_a,
-                           int32_t buf_b) {
-  if (code >= 0) ask(code, b, rule, o, cell, buf_a, buf_b);
-  else group_before(-code - 1, b, rule, o, cell, buf_a, buf_b);
+                           int32_t buf_b, AccPair acc) {
+  if (code >= 0) ask(code, b, rule, o, cell, buf_a, buf_b, acc);
+  else group_before(-code - 1, b, rule, o, cell, buf_a, buf_b, acc);
 }
 
-void RaceChecker::unwritten(int32_t o, const Box& cell, int32_t t, const int32_t* entries, int32_t n) {
-  const char* rule = "race.unwritten-read";
-  if (!cx_.sink.wants(rule)) return cx_.sink.count_only(rule);
-  int32_t later = kNone;
-  bool self = false;
-  for (int32_t i = 0; i < n && later == kNone; ++i) {
-    if (entries[i] < 0) continue;  // reader groups never write
-    const ObjAccess& a = m_.accesses[m_.begin[o] + entries[i]];
-    if (!a.write) continue;
-    if (a.task == t) self = true;
-    else later = a.task;
-  }
-  std::string msg = task_ref(p_, t) + " reads " + where(o, cell) + " (" +
-                    std::string(buffer_kind_name(p_.buffers[o].kind)) + ")";
-  if (later != kNone)
-    msg += " before any write to it: its writer " + task_ref(p_, later) + " is not ordered before the read";
-  else if (self)
-    msg += ", which only it writes: a task's reads happen before its own writes, so it reads stale memory";
-  else
-    msg += ", which no task writes";
-  if (later != kNone) cx_.sink.error(rule, msg, {t, later}, {o});
-  else cx_.sink.error(rule, msg, {t}, {o});
+void RaceChecker::kv_read_before_write(int32_t code, int32_t w, int32_t o, const Box& cell) {
+  auto one = [&](int32_t t) {  // KV rule: every reader of an appended cache comes after every append
+    cx_.sink.error("race.kv", task_ref(p_, t) + " reads KV cache " + where(o, cell) + ", which " + task_ref(p_, w) +
+                                  " appends this pass, but it is not ordered after the append (it may read the cache "
+                                  "before or while it is appended)", {t, w}, {o});
+  };
+  if (code >= 0) return one(code);
+  const Group& gr = groups_[-code - 1];
+  for (int32_t k = gr.first; k <= gr.last; ++k) one(m_.accesses[object_begin_ + k].task);
 }
 
+// The walk over one cell's steps in hb order. Write events are a plain writer or a run of
+// consecutive accumulates; readers sit between them. Each reader comes after every member of the
+// event before it; each write event comes after the readers before it, else after the event
+// before it (an accumulate reads, so it also needs a written value: race.unwritten-read when
+// nothing wrote a transient cell before it). Consecutive pairs suffice since hb is transitive;
+// two members of one accumulate run do not conflict, so they are never asked.
 void RaceChecker::buffer_cell(int32_t o, const Box& cell, const int32_t* entries, int32_t n) {
   const BufferKind kind = p_.buffers[o].kind;
   const bool transient = buffer_kind_is_transient(kind);
@@ -118,16 +113,19 @@ void RaceChecker::buffer_cell(int32_t o, const Box& cell, const int32_t* entries
   bool any_write = false;
   for (int32_t i = 0; i < n; ++i) {
     if (entries[i] < 0) {
-      steps_.push_back(Step{code_task(entries[i]), true, false, i, entries[i]});
+      steps_.push_back(Step{code_task(entries[i]), true, false, false, i, entries[i]});
       continue;
     }
     const ObjAccess& a = m_.accesses[m_.begin[o] + entries[i]];
     any_write |= a.write;
+    const bool reads = !a.write || a.accumulate;
     if (!steps_.empty() && steps_.back().code == a.task) {
-      steps_.back().read |= !a.write;
-      steps_.back().write |= a.write;
+      Step& s = steps_.back();
+      s.read |= reads;
+      s.write |= a.write;
+      s.acc = s.acc && a.accumulate;  // a plain access next to an accumulate makes it a plain read-modify-write
     } else {
-      steps_.push_back(Step{a.task, !a.write, a.write, i, a.task});
+      steps_.push_back(Step{a.task, reads, a.write, a.accumulate, i, a.task});
     }
   }
   if (!any_write && !transient) return;  // KV cache not appended here: prior-step state, no order needed
@@ -136,33 +134,58 @@ void RaceChecker::buffer_cell(int32_t o, const Box& cell, const int32_t* entries
     const Group& gr = groups_[-code - 1];
     for (int32_t k = gr.first; k <= gr.last; ++k) f(m_.accesses[object_begin_ + k].task);
   };
-  int32_t last = kNone;
+  bool prev_acc = false;  // prev_ is a run of accumulates
+  prev_.clear();
   readers_.clear();
   for (const Step& s : steps_) {
+    if (s.acc) {
+      const bool joins_run = prev_acc && readers_.empty();
+      if (!joins_run) {  // a new run: it comes after these, and so does every later member
+        run_readers_ = readers_;
+        run_gate_ = prev_;
+      }
+      if (!run_readers_.empty()) {
+        for (int32_t r : run_readers_) {
+          if (kv) kv_read_before_write(r, s.task, o, cell);
+          else ask_code(r, s.task, "race.accumulate", o, cell, o, o, AccPair::AfterRead);
+        }
+      } else if (!run_gate_.empty()) {  // a plain writer: a run never directly follows a run
+        for (int32_t w : run_gate_) ask(w, s.task, "race.accumulate", o, cell, o, o, AccPair::AfterWrite);
+      } else if (transient && !joins_run) {
+        // Only the run's first member surely adds to nothing; a later one may follow an earlier
+        // member (which then counts as its writer) or not, and the program is rejected either way.
+        unwritten(o, cell, s.task, entries + s.first, n - s.first, true);
+      }
+      if (!joins_run) prev_.clear();
+      prev_.push_back(s.task);
+      prev_acc = true;
+      readers_.clear();
+      continue;
+    }
     if (s.read) {
-      const char* rule = kv && !s.write ? "race.kv" : "race.raw";
-      if (last != kNone) {
-        // A writer that reads too is ordered after `last` through the readers in between.
-        if (s.code < 0) group_after(last, -s.code - 1, rule, o, cell, o, o);
-        else if (!s.write || readers_.empty()) ask(last, s.task, rule, o, cell, o, o);
+      const char* rule = prev_acc ? "race.accumulate" : kv && !s.write ? "race.kv" : "race.raw";
+      const AccPair acc = !prev_acc ? AccPair::None : s.write ? AccPair::WriteAfter : AccPair::ReadAfter;
+      if (!prev_.empty()) {
+        // A writer that reads too is ordered after the event through the readers in between.
+        for (int32_t w : prev_) {
+          if (s.code < 0) group_after(w, -s.code - 1, rule, o, cell, o, o, acc);
+          else if (!s.write || readers_.empty()) ask(w, s.task, rule, o, cell, o, o, acc);
+        }
       } else if (transient) {
-        members(s.code, [&](int32_t t) { unwritten(o, cell, t, entries + s.first, n - s.first); });
+        members(s.code, [&](int32_t t) { unwritten(o, cell, t, entries + s.first, n - s.first, false); });
       }
     }
     if (s.write) {
       for (int32_t r : readers_) {
-        if (!kv) {
-          ask_code(r, s.task, "race.war", o, cell, o, o);
-          continue;
-        }
-        members(r, [&](int32_t t) {  // KV rule: every reader of an appended cache comes after every append
-          cx_.sink.error("race.kv", task_ref(p_, t) + " reads KV cache " + where(o, cell) + ", which " +
-                                        task_ref(p_, s.task) + " appends this pass, but it is not ordered after the "
-                                        "append (it may read the cache before or while it is appended)", {t, s.task}, {o});
-        });
+        if (kv) kv_read_before_write(r, s.task, o, cell);
+        else ask_code(r, s.task, "race.war", o, cell, o, o);
       }
-      if (readers_.empty() && last != kNone && !s.read) ask(last, s.task, "race.waw", o, cell, o, o);
-      last = s.task;
+      if (readers_.empty() && !s.read)
+        for (int32_t w : prev_)
+          ask(w, s.task, prev_acc ? "race.accumulate" : "race.waw", o, cell, o, o,
+              prev_acc ? AccPair::WriteAfter : AccPair::None);
+      prev_.assign(1, s.task);
+      prev_acc = false;
       readers_.clear();
     } else if (s.read) {
       readers_.push_back(s.code);
@@ -179,49 +202,6 @@ void RaceChecker::object(int32_t o) {
   if (n_live == 0) return;
   object_begin_ = begin;
   cells(o, n_live);
-}
-
-void RaceChecker::report(const HbQuestion& h) {
-  const Why& w = why_[h.context];
-  std::string rule = w.rule;
-  const int32_t a = h.a, b = h.b;
-  // A failed order whose later task has a partial wait on a counter that `a` feeds (directly or
-  // through a producer's ancestry) is the first-t-of-N race: name the wait.
-  if (rule != "page.clobber") {
-    for (int32_t s = cx_.ix.wait_begin[b]; s < cx_.ix.wait_begin[b + 1]; ++s) {
-      if (!g_.wait_partial[s]) continue;
-      const int32_t c = cx_.ix.wait_counter[s];
-      bool feeds = cx_.ix.task_out[a] == c;
-      for (int32_t k = cx_.ix.prod_begin[c]; !feeds && cx_.sink.wants("race.partial-wait") && k < cx_.ix.prod_begin[c + 1]; ++k)
-        feeds = g_.completable[cx_.ix.prod[k]] && q_.ordered(a, cx_.ix.prod[k]);
-      if (!feeds) continue;
-      const std::string msg = task_ref(p_, b) + " waits on " + counter_ref(p_, c) + " >= " +
-                              std::to_string(cx_.ix.wait_threshold[s]) + " of its " + std::to_string(g_.n_producers[c]) +
-                              " producers, which other producers can satisfy first, so nothing orders it after " +
-                              task_ref(p_, a) + " (" + w.rule + " on " + where(w.object, w.cell) + ")";
-      cx_.sink.error("race.partial-wait", msg, {a, b}, {w.buf_a}, {c});
-      return;
-    }
-  }
-  if (!cx_.sink.wants(rule)) return cx_.sink.count_only(rule);
-  const std::string place = where(w.object, w.cell);
-  std::string msg;
-  if (rule == "race.raw")
-    msg = task_ref(p_, b) + " reads " + place + " written by " + task_ref(p_, a) +
-          ", but no happens-before path orders the read after the write (they can run concurrently)";
-  else if (rule == "race.war")
-    msg = task_ref(p_, b) + " writes " + place + " while " + task_ref(p_, a) +
-          " may still read it: nothing orders the write after the read";
-  else if (rule == "race.waw")
-    msg = task_ref(p_, a) + " and " + task_ref(p_, b) + " both write " + place + " and nothing orders the two writes";
-  else if (rule == "race.kv")
-    msg = task_ref(p_, b) + " reads KV cache " + place + ", which " + task_ref(p_, a) +
-          " appends this pass, but is not ordered after the append";
-  else
-    msg = task_ref(p_, a) + " uses " + buffer_ref(p_, w.buf_a) + " and " + task_ref(p_, b) + " writes " +
-          buffer_ref(p_, w.buf_b) + "; both live in " + place + " and nothing orders them (page reused too early)";
-  if (w.buf_a != w.buf_b) cx_.sink.error(rule, msg, {a, b}, {w.buf_a, w.buf_b});
-  else cx_.sink.error(rule, msg, {a, b}, {w.buf_a});
 }
 
 void RaceChecker::run() {

@@ -45,6 +45,11 @@ class TaskShapes {
   static int64_t numel(const Buffer* b) { return b->numel(); }
   static int64_t cols(const Buffer* b) { return matrix_view(*b).cols; }
   static int64_t rows(const Buffer* b) { return matrix_view(*b).rows; }
+  static std::string shape_text(const Buffer* b) {
+    std::string t = "[";
+    for (size_t i = 0; i < b->shape.size(); ++i) t += (i ? ", " : "") + s(b->shape[i]);
+    return t + "]";
+  }
 
   void fail(const char* rule, const std::string& text) { cx_.sink.error(rule, task_ref(cx_.program, t_) + ": " + text, {t_}); }
   void fail(const char* rule, const std::string& text, const Buffer* b) {
@@ -76,6 +81,8 @@ class TaskShapes {
   // nullopt then or when a param is mistyped (reported elsewhere).
   std::optional<std::pair<int64_t, int64_t>> head_tile(int64_t nh, const char* what);
   void gemv_recipe(const RecipeSpec& r);
+  void mlp_fold();
+  void accumulate_flag();
   void rope_operands();
   void cache_row_write(const char* op, size_t cache);
 
@@ -265,6 +272,8 @@ void TaskShapes::run() {
         gemv_recipe(*r);
       } else if (r->recipe == FusedRecipe::RopeAttention) {
         rope_attention();
+      } else if (r->recipe == FusedRecipe::RmsNormMlpFold) {
+        mlp_fold();
       } else {  // ROPE_APPEND [x, inv_freq, cache]: ROPE's operands, KV_APPEND's cache rules
         rope_operands();
         cache_row_write("FUSED ROPE_APPEND", 2);
@@ -277,6 +286,55 @@ void TaskShapes::run() {
     }
     case Opcode::Nop: break;
   }
+  accumulate_flag();
+}
+
+// ACCUMULATE (docs/FOLD.md) makes a task add into its output, so it is accepted only where the
+// kernel does that, and RMSNORM_MLP_FOLD needs it: each of its tasks holds a partial sum of the
+// whole output. A missing or mistyped flags param is params.required / params.type's business.
+void TaskShapes::accumulate_flag() {
+  const auto flags = p("flags");
+  if (!flags) return;
+  const RecipeSpec* r = task_recipe(task_);
+  const bool fold = r != nullptr && r->recipe == FusedRecipe::RmsNormMlpFold;
+  const bool acc = (*flags & kFlagAccumulate) != 0;
+  if (acc && !fold) {
+    const std::string op = r != nullptr ? "FUSED " + std::string(r->name) : std::string(op_spec(task_.op).name);
+    fail("contract", "flags " + s(*flags) + " set ACCUMULATE (" + s(kFlagAccumulate) + "), which only FUSED "
+                     "RMSNORM_MLP_FOLD accepts; " + op + " stores its result");
+  }
+  if (!acc && fold)
+    fail("contract", "FUSED recipe RMSNORM_MLP_FOLD requires ACCUMULATE (" + s(kFlagAccumulate) + ") in flags " +
+                         s(*flags) + ": each of its tasks adds a partial sum into the whole output");
+}
+
+// FUSED RMSNORM_MLP_FOLD [x, norm_w, w_mlp] -> out (docs/FOLD.md): x [rows, K], norm_w [K], w_mlp
+// [I, 3, K] (gate, up and down_proj^T rows of each intermediate column n), the tile of columns
+// [n_off, n_off + N_tile) inside I, and out the F32 [rows, K] that every tile adds into.
+void TaskShapes::mlp_fold() {
+  const Buffer *x = in(0), *norm_w = in(1), *w = in(2), *y = out(0);
+  const auto k = p("K");
+  if (k) {
+    if (*k < 1) fail("shape", "K = " + s(*k) + " must be >= 1");
+    expect(x, "last dimension", cols(x), *k, "K");
+    expect(norm_w, "numel", numel(norm_w), *k, "norm weight of x: K");
+  }
+  std::optional<int64_t> inter;  // I, the intermediate size
+  if (w->shape.size() != 3) {
+    fail("shape", name(w) + " has rank " + s(static_cast<int64_t>(w->shape.size())) +
+                      ", expected 3: w_mlp is [I, 3, K] (gate, up and down_proj^T rows of each intermediate column)", w);
+  } else {
+    inter = w->shape[0];
+    expect(w, "middle dimension", w->shape[1], 3, "w_mlp is [I, 3, K]: gate, up and down_proj^T rows");
+    if (k) expect(w, "last dimension", w->shape[2], *k, "K: w_mlp is [I, 3, K]");
+  }
+  const auto n_off = p("n_off"), n_tile = p("N_tile");
+  if (n_off && n_tile && (*n_off < 0 || *n_tile < 1 || (inter && *n_off + *n_tile > *inter)))
+    fail("tile.bounds", "intermediate columns [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") are not inside the " +
+                            (inter ? s(*inter) + " (I) of " + name(w) : std::string("intermediate size")), w);
+  expect(y, "rows", rows(y), rows(x), "the same [rows, K] as", x);
+  expect(y, "last dimension", cols(y), cols(x), "the same [rows, K] as", x);
+  expect_dtype(y, DType::F32, "an ACCUMULATE output: RMSNORM_MLP_FOLD tasks add into it with F32 atomic adds");
 }
 
 // SAMPLE_ARGMAX: the whole scan writes one token; a tile (N_tile given, an amk extension) scans
@@ -317,6 +375,12 @@ void TaskShapes::gemv_recipe(const RecipeSpec& r) {
     const Buffer* residual = in(static_cast<size_t>(r.residual_input));
     expect(residual, "numel", numel(residual), numel(out(0)), "residual matches the output");
   }
+  // GEMV_ADD_COPY stores the same tile in its second output: the same shape (any dtype).
+  const Buffer* copy = out(1);
+  if (copy != nullptr && out(0) != nullptr && copy->shape != out(0)->shape)
+    fail("shape", name(copy) + " has shape " + shape_text(copy) + ", expected " + shape_text(out(0)) +
+                      " (FUSED " + std::string(r.name) + " writes its tile to both outputs: the same shape as " +
+                      name(out(0)) + ")", copy);
 }
 
 // ROPE's operands, shared with FUSED ROPE_APPEND: x (input 0) is whole heads of head_dim, even
@@ -374,7 +438,7 @@ void check_shapes(Context& cx, int32_t t) {
   const auto n_in = static_cast<int>(task.inputs.size());
   // Shapes are only meaningful once the operands exist and their count is right.
   if (!cx.task_refs_ok[t] || n_in < spec.min_inputs || n_in > spec.max_inputs ||
-      static_cast<int>(task.outputs.size()) != spec.outputs)
+      static_cast<int>(task.outputs.size()) != task_outputs_expected(task))
     return;
   for (const BufferId b : task.inputs)
     if (cx.program.buffers[position_of(cx.ix.buffer_of_id, b)].numel() < 0) return;

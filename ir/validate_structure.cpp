@@ -44,6 +44,17 @@ std::string major_of(const std::string& version) { return version.substr(0, vers
 
 }  // namespace
 
+const RecipeSpec* task_recipe(const Task& task) {
+  if (task.op != Opcode::Fused) return nullptr;
+  const auto name = task.params.get_string("recipe");
+  return name ? recipe_find(*name) : nullptr;
+}
+
+int task_outputs_expected(const Task& task) {
+  const RecipeSpec* r = task_recipe(task);
+  return r != nullptr ? r->outputs : op_spec(task.op).outputs;
+}
+
 void check_ids(Context& cx) {
   const Program& p = cx.program;
   dense_ids(cx, p.buffers, "buffer");
@@ -118,23 +129,23 @@ void check_tasks(Context& cx) {
       cx.sink.error("ref.counter", who() + " signals counter " + s(task.out_counter.value) + ", which does not exist", {t});
       cx.integrity_ok = false;
     }
-    // Arity: the opcode's range, or a FUSED recipe's exact input count.
+    // Arity: the opcode's range, or a FUSED recipe's exact input and output counts.
     const auto n_in = static_cast<int64_t>(task.inputs.size());
     const auto n_out = static_cast<int64_t>(task.outputs.size());
+    const RecipeSpec* recipe = task_recipe(task);
     if (n_in < spec.min_inputs || n_in > spec.max_inputs)
       cx.sink.error("arity", who() + ": " + std::string(spec.name) + " takes " + s(spec.min_inputs) +
                                  (spec.max_inputs != spec.min_inputs ? ".." + s(spec.max_inputs) : "") +
                                  " inputs, got " + s(n_in), {t});
-    if (n_out != spec.outputs)
+    if (recipe == nullptr && n_out != spec.outputs)
       cx.sink.error("arity", who() + ": " + std::string(spec.name) + " has " + s(spec.outputs) + " output" +
                                  (spec.outputs == 1 ? "" : "s") + ", got " + s(n_out), {t});
-    if (task.op == Opcode::Fused) {
-      if (auto name = task.params.get_string("recipe")) {
-        const RecipeSpec* r = recipe_find(*name);
-        if (r != nullptr && n_in != r->inputs)
-          cx.sink.error("arity", who() + ": FUSED recipe " + *name + " takes " + s(r->inputs) + " inputs, got " + s(n_in), {t});
-      }
-    }
+    if (recipe != nullptr && n_in != recipe->inputs)
+      cx.sink.error("arity", who() + ": FUSED recipe " + std::string(recipe->name) + " takes " + s(recipe->inputs) +
+                                 " inputs, got " + s(n_in), {t});
+    if (recipe != nullptr && n_out != recipe->outputs)
+      cx.sink.error("arity", who() + ": FUSED recipe " + std::string(recipe->name) + " has " + s(recipe->outputs) +
+                                 " output" + (recipe->outputs == 1 ? "" : "s") + ", got " + s(n_out), {t});
     if (n_in > kMaxInputs) cx.sink.error("caps", who() + " has " + s(n_in) + " inputs, above the ABI maximum of " + s(kMaxInputs), {t});
     if (n_out > kMaxOutputs) cx.sink.error("caps", who() + " has " + s(n_out) + " outputs, above the ABI maximum of " + s(kMaxOutputs), {t});
     const auto n_waits = static_cast<int64_t>(task.waits.size());

@@ -1,5 +1,6 @@
 // loader/bind_weights.cpp: WEIGHT/CONST binding by `source`: from the mapped safetensors file,
-// synthesized (`amk:`), or seeded random. Every error names the buffer (id and name) and the tensor.
+// synthesized (`amk:`), or seeded random; stacked buffers are built by stack_weights.cpp. Every
+// error names the buffer (id and name) and the tensor.
 #include "loader/bind_weights.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 
 #include "loader/names.h"
 #include "loader/random_weights.h"
+#include "loader/stack_weights.h"
 #include "loader/synth_constants.h"
 
 namespace amk::loader {
@@ -74,8 +76,8 @@ Status bind_weights(const ir::Program& program, const LoadOptions& options, Prog
   if (const ir::Buffer* first = first_file_buffer(program, options)) {
     if (options.weights_path.empty())
       return Status(StatusCode::InvalidArgument,
-                    buffer_name(*first) + " (source \"" + first->source.value_or("") +
-                        "\") needs a weights file: set LoadOptions.weights_path or random_weights_seed");
+                    buffer_name(*first) + " (" + source_text(*first) +
+                        ") needs a weights file: set LoadOptions.weights_path or random_weights_seed");
     auto file = SafetensorsFile::open(options.weights_path);
     if (!file) return file.status();
     storage.weights.emplace(std::move(file).value());
@@ -86,7 +88,13 @@ Status bind_weights(const ir::Program& program, const LoadOptions& options, Prog
   for (const ir::Buffer& b : program.buffers) {
     if (!is_bound_kind(b)) continue;
     void* ptr = nullptr;
-    if (is_synth(b) || options.random_weights_seed) {
+    if (b.stacked()) {
+      ptr = storage.allocate(static_cast<uint64_t>(b.nbytes()));
+      if (ptr == nullptr) return out_of_memory(b);
+      const Status s = options.random_weights_seed ? stack_random(program, b, *options.random_weights_seed, ptr)
+                                                   : stack_from_file(b, *storage.weights, ptr);
+      if (!s) return s;
+    } else if (is_synth(b) || options.random_weights_seed) {
       ptr = storage.allocate(static_cast<uint64_t>(b.nbytes()));
       if (ptr == nullptr) return out_of_memory(b);
       if (is_synth(b)) {

@@ -7,7 +7,8 @@
 
 namespace amk::loader {
 
-/// For each WEIGHT/CONST buffer, in id order: an `amk:` source is synthesized; otherwise, with
+/// For each WEIGHT/CONST buffer, in id order: a stacked buffer is built from its parts (from the
+/// file, or random with a seed: stack_weights.h); an `amk:` source is synthesized; otherwise, with
 /// options.random_weights_seed, random values; otherwise the tensor named by `source` in
 /// options.weights_path (opened once into storage.weights): zero-copy into the mapping when the
 /// dtypes match and the data is aligned to the element size, else copied into an aligned block.

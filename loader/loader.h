@@ -25,7 +25,8 @@ struct LoadOptions {
   std::string weights_path;
   /// Fill WEIGHT (and non-`amk:` CONST) buffers with seeded random values instead of reading a
   /// file: normal(0, 1/sqrt(last_dim)) for matrices, 1 + 0.1 * normal for 1-D (norm) weights.
-  /// `amk:` constants are still synthesized. No file is opened.
+  /// `amk:` constants are still synthesized. No file is opened. A stacked buffer's parts get the
+  /// values of the program's unstacked buffer of the same source (random_weights.h).
   std::optional<uint64_t> random_weights_seed;
   /// Workers (virtual SMs) to build queues for; 0 = the program's SM count (max sm + 1), or 1.
   int workers = 0;

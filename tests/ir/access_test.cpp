@@ -147,3 +147,49 @@ TEST_CASE("access: FUSED recipes write their tile and read the residual tile", "
   REQUIRE(acc.size() == 4);
   expect_access(acc[3], h, true, box(0, 1, 4, 8), 0);
 }
+
+TEST_CASE("access: RMSNORM_MLP_FOLD reads its w_mlp triples and accumulates into its whole output", "[ir]") {
+  ProgramBuilder b;
+  const int x = b.act("h_mlp", {2, 8}), nw = b.weight("norm_w", {8}), w = b.weight("w_mlp", {6, 3, 8}), h = b.act("h", {2, 8});
+  auto t = b.task(Opcode::Fused, "fold").in({x, nw, w}).out({h}).tile(8, 1, 2).param("eps", 1e-5)
+               .i("flags", kFlagAccumulate | int64_t{7} << kFlagRecipeShift).param("recipe", std::string("RMSNORM_MLP_FOLD"));
+  Program p = b.build();
+  auto acc = task_accesses(p, p.tasks[0]);
+  REQUIRE(acc.size() == 4);
+  expect_access(acc[0], x, false, box(0, 2, 0, 8), 0);
+  expect_access(acc[1], nw, false, box(0, 1, 0, 8), 1);
+  expect_access(acc[2], w, false, box(3, 9, 0, 8), 2);  // columns [1, 3) of I: rows [3, 9) of the [18, 8] view
+  expect_access(acc[3], h, true, box(0, 2, 0, 8), 0);
+  for (size_t i = 0; i < 3; ++i) CHECK_FALSE(acc[i].accumulate);
+  CHECK(acc[3].accumulate);
+  // Without ACCUMULATE (which validate() rejects) the write is judged as a plain store.
+  t.i("flags", int64_t{7} << kFlagRecipeShift);
+  p = b.build();
+  acc = task_accesses(p, p.tasks[0]);
+  CHECK_FALSE(acc[3].accumulate);
+  // A mistyped tile reads all of w_mlp.
+  t.i("flags", kFlagAccumulate).param("n_off", 1.0);
+  p = b.build();
+  acc = task_accesses(p, p.tasks[0]);
+  expect_access(acc[2], w, false, box(0, 18, 0, 8), 2);
+  CHECK(acc[3].accumulate);
+}
+
+TEST_CASE("access: GEMV_ADD_COPY writes its tile to both outputs; no other access accumulates", "[ir]") {
+  ProgramBuilder b;
+  const int x = b.act("x", {16}), w = b.weight("W", {32, 16}), h = b.act("h", {1, 32}), c = b.act("h_mlp", {1, 32});
+  b.task(Opcode::Fused, "o").in({x, w, h}).out({h, c}).tile(16, 8, 8).param("recipe", std::string("GEMV_ADD_COPY"));
+  b.task(Opcode::Fused, "g").in({x, w, h}).out({h}).tile(16, 8, 8).i("flags", kFlagAccumulate)
+      .param("recipe", std::string("GEMV_ADD"));
+  const Program p = b.build();
+  auto acc = task_accesses(p, p.tasks[0]);
+  REQUIRE(acc.size() == 5);
+  expect_access(acc[0], h, false, box(0, 1, 8, 16), 2);
+  expect_access(acc[1], x, false, box(0, 1, 0, 16), 0);
+  expect_access(acc[2], w, false, box(0, 32, 0, 16), 1);
+  expect_access(acc[3], h, true, box(0, 1, 8, 16), 0);
+  expect_access(acc[4], c, true, box(0, 1, 8, 16), 1);
+  for (const Access& a : acc) CHECK_FALSE(a.accumulate);
+  // ACCUMULATE on a recipe that stores (rejected by validate()) does not make its write an add.
+  for (const Access& a : task_accesses(p, p.tasks[1])) CHECK_FALSE(a.accumulate);
+}

@@ -27,6 +27,7 @@ struct Cell {
 
 struct TaskFacts {
   Mask conflicts = 0;             // tasks it must never be in flight with (it may include itself)
+  Mask acc_peers = 0;             // other tasks accumulating into a cell it accumulates into
   std::vector<Mask> read_needs;   // per transient read cell: tasks writing that cell through that buffer
   std::vector<std::pair<int, int>> page_reads;  // (page cell, code of the buffer read) checked against last
   std::vector<std::pair<int, int>> page_writes;  // (page cell, code of the buffer written)
@@ -101,7 +102,7 @@ class Explorer {
 
   void collect_accesses() {
     // Per task: its cells (read/write, buffer); the conflict masks need every task's list first.
-    struct Touch { Cell cell; int buffer; bool write; };
+    struct Touch { Cell cell; int buffer; bool write; bool acc; };
     std::vector<std::vector<Touch>> touches(n_);
     std::map<int, Mask> appenders;  // KV buffer -> tasks writing it
     for (int t = 0; t < n_; ++t) {
@@ -113,7 +114,7 @@ class Explorer {
         const int object = page == page_of_.end() ? a.buffer.value : page->second.first;
         for (int64_t r = a.region.row_begin; r < a.region.row_end; ++r)
           for (int64_t c = a.region.col_begin; c < a.region.col_end; ++c)
-            touches[t].push_back({Cell{object, r * cols + c}, a.buffer.value, a.write});
+            touches[t].push_back({Cell{object, r * cols + c}, a.buffer.value, a.write, a.accumulate});
         if (buf.kind == ir::BufferKind::KvCache && a.write) appenders[a.buffer.value] |= Mask{1} << t;
       }
     }
@@ -126,14 +127,17 @@ class Explorer {
             // Within one task reads precede writes, so only two different buffers over the same
             // page bytes conflict (it would clobber its own input).
             if (u == t && a.buffer == b.buffer) continue;
+            // Adds into one buffer commute; an accumulate conflicts with anything else.
+            if (a.acc && b.acc && a.buffer == b.buffer) {
+              if (u != t) f.acc_peers |= Mask{1} << u;
+              continue;
+            }
             f.conflicts |= Mask{1} << u;
           }
         auto page = page_of_.find(a.buffer);
         const int code = page == page_of_.end() ? 0 : page->second.second;
-        if (a.write) {
-          if (code) f.page_writes.emplace_back(page_cell(a.cell), code);
-          continue;
-        }
+        if (a.write && code) f.page_writes.emplace_back(page_cell(a.cell), code);
+        if (a.write && !a.acc) continue;  // an accumulate also reads the value it adds to
         const ir::BufferKind kind = p_.buffers[a.buffer].kind;
         if (ir::buffer_kind_is_transient(kind)) {
           Mask writers = 0;
@@ -216,6 +220,7 @@ class Explorer {
     const TaskFacts& f = facts_[t];
     const std::string at = " at the start of " + name(t);
     if (f.conflicts & (flying | Mask{1} << t)) found(v_.race, "race: conflicting accesses in flight together" + at);
+    if (f.acc_peers & flying) v_.accumulate_overlap = true;
     for (Mask writers : f.read_needs)
       if (!(done & writers)) found(v_.race, "race: reads a cell no completed task wrote" + at);
     for (auto [cell, code] : f.page_reads)

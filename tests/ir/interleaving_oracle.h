@@ -3,7 +3,8 @@
 // (a task starts once every wait's counter reaches its threshold) and the per-SM queue order (a task
 // with an `sm` starts after every earlier task of that queue completed) allow, and reports:
 //   deadlock   a reachable state where nothing can fire and tasks remain;
-//   race       two conflicting accesses in flight together, or a read that can start before the
+//   race       two conflicting accesses in flight together (at least one writes, and they are not
+//              two accumulates of one buffer), or a read or accumulate that can start before the
 //              write it depends on (a transient cell nobody wrote yet, a page cell last written
 //              through another buffer, a KV cache read before this pass's append completed);
 //   unproduced an IO_OUTPUT cell that no task wrote by the end of a complete execution.
@@ -23,6 +24,9 @@ struct OracleVerdict {
   bool unproduced = false;
   std::string witness;  ///< one line per kind found, e.g. "race: overlap of t1 and t3 at start of t3"
   int64_t states = 0;   ///< distinct states visited
+  /// Two tasks accumulating into the same cell of one buffer were in flight together in some
+  /// execution (allowed: adds commute); tests use it to show such programs were explored.
+  bool accumulate_overlap = false;
   bool ok() const { return !deadlock && !race && !unproduced; }
 };
 

@@ -9,7 +9,10 @@
 
 namespace amk::testing {
 
-/// One random program from `rng` (deterministic for a given state of the engine).
-ir::Program random_small_program(std::mt19937_64& rng);
+/// One random program from `rng` (deterministic for a given state of the engine). With
+/// `accumulate`, a good part of the tasks are FUSED RMSNORM_MLP_FOLD tasks accumulating into an
+/// activation or the output (often several into one buffer) and FUSED GEMV_ADD_COPY tiles; without
+/// it the program and the engine's draws are exactly as they were before those recipes existed.
+ir::Program random_small_program(std::mt19937_64& rng, bool accumulate = false);
 
 }  // namespace amk::testing

@@ -1,5 +1,6 @@
 // tests/ir/validate_golden_test.cpp: invalid programs on disk (tests/golden/invalid/<case>.json)
-// with the diagnostics they must produce (<case>.expected.txt: the report without its stats line).
+// with the diagnostics they must produce (<case>.expected.txt: the report without its stats line),
+// and valid ones (tests/golden/valid/<case>.json) that must be accepted with the recorded report.
 // The fixtures are written from the builder programs below by the hidden test
 // amk_tests "[.golden-write]"; review the diff of the .expected.txt files when they change.
 #include <catch2/catch.hpp>
@@ -8,11 +9,13 @@
 #include <functional>
 #include <sstream>
 
+#include "fold_programs.h"
 #include "ir/json.h"
 #include "ir/validate.h"
 #include "ir/program_builder.h"
 
 using namespace amk::ir;
+using amk::testing::FoldJoin;
 using amk::testing::ProgramBuilder;
 
 namespace {
@@ -109,11 +112,60 @@ Program structural() {
   return b.build();
 }
 
-const std::vector<std::pair<std::string, std::function<Program()>>>& cases() {
-  static const std::vector<std::pair<std::string, std::function<Program()>>> all = {
+// The fold (docs/FOLD.md): a reader of h waiting for only two of three accumulating tasks, by
+// their own counters or by a first-2-of-3 wait on their shared one; h in BF16.
+Program accumulate_reader_some() { return amk::testing::fold_program(FoldJoin::Some); }
+Program accumulate_partial_join() { return amk::testing::fold_program(FoldJoin::Partial); }
+Program accumulate_bf16() { return amk::testing::fold_program(FoldJoin::All, 3, DType::BF16); }
+
+// RMSNORM_MLP_FOLD without ACCUMULATE (one fold, so the store races with nothing).
+Program fold_without_accumulate() {
+  Program p = amk::testing::fold_program(FoldJoin::All, 1);
+  p.tasks[2].params.set("flags", int64_t{7} << kFlagRecipeShift);
+  return p;
+}
+
+// ACCUMULATE on a recipe that stores, and GEMV_ADD_COPY with one output.
+Program accumulate_on_gemv_add() {
+  ProgramBuilder b;
+  const int x = b.input("x", {1, 8}), w = b.weight("W_o", {8, 8}), h = b.act("h", {1, 8}), y = b.output("y", {1, 8});
+  const int c0 = b.counter("h ready"), c1 = b.counter("o_proj");
+  b.copy("embed", x, h).signal(c0);
+  b.task(Opcode::Fused, "o_proj").in({x, w, h}).out({h}).tile(8, 0, 8).wait(c0, 1).signal(c1)
+      .i("flags", kFlagAccumulate | int64_t{1} << kFlagRecipeShift).param("recipe", std::string("GEMV_ADD"));
+  b.copy("read", h, y).wait(c1, 1);
+  return b.build();
+}
+
+Program gemv_add_copy_one_output() {
+  ProgramBuilder b;
+  const int x = b.input("x", {1, 8}), w = b.weight("W_o", {8, 8}), h = b.act("h", {1, 8}), y = b.output("y", {1, 8});
+  const int c0 = b.counter("h ready"), c1 = b.counter("o_proj");
+  b.copy("embed", x, h).signal(c0);
+  b.task(Opcode::Fused, "o_proj").in({x, w, h}).out({h}).tile(8, 0, 8).wait(c0, 1).signal(c1)
+      .param("recipe", std::string("GEMV_ADD_COPY"));
+  b.copy("read", h, y).wait(c1, 1);
+  return b.build();
+}
+
+using Cases = std::vector<std::pair<std::string, std::function<Program()>>>;
+
+const Cases& cases() {
+  static const Cases all = {
       {"deadlock_cycle", cycle},         {"queue_order", queue_order},       {"race_war", race_war},
       {"overlapping_tiles", overlapping_tiles}, {"self_read", self_read}, {"kv_before_append", kv_before_append},
       {"partial_wait", partial_wait},    {"page_clobber", page_clobber},     {"structural", structural},
+      {"accumulate_reader_some", accumulate_reader_some}, {"accumulate_partial_join", accumulate_partial_join},
+      {"accumulate_bf16", accumulate_bf16}, {"fold_without_accumulate", fold_without_accumulate},
+      {"accumulate_on_gemv_add", accumulate_on_gemv_add}, {"gemv_add_copy_one_output", gemv_add_copy_one_output},
+  };
+  return all;
+}
+
+// Valid programs: three unordered folds accumulating into h, read after an all-join.
+const Cases& valid_cases() {
+  static const Cases all = {
+      {"fold_all_join", [] { return amk::testing::fold_program(FoldJoin::All); }},
   };
   return all;
 }
@@ -127,8 +179,8 @@ std::string diagnostics(const ValidationResult& r) {
   return out;
 }
 
-std::string golden_path(const std::string& name, const char* ext) {
-  return std::string(AMK_SOURCE_DIR) + "/tests/golden/invalid/" + name + ext;
+std::string golden_path(const std::string& name, const char* ext, const char* dir = "invalid") {
+  return std::string(AMK_SOURCE_DIR) + "/tests/golden/" + dir + "/" + name + ext;
 }
 
 std::string slurp(const std::string& path) {
@@ -146,6 +198,11 @@ TEST_CASE("golden: write the invalid-program fixtures", "[.golden-write]") {
     REQUIRE(program_save(p, golden_path(name, ".json")).is_ok());
     std::ofstream(golden_path(name, ".expected.txt")) << diagnostics(validate(p));
   }
+  for (const auto& [name, make] : valid_cases()) {
+    const Program p = make();
+    REQUIRE(program_save(p, golden_path(name, ".json", "valid")).is_ok());
+    std::ofstream(golden_path(name, ".expected.txt", "valid")) << diagnostics(validate(p));
+  }
 }
 
 TEST_CASE("golden: invalid programs on disk are rejected with the recorded diagnostics", "[ir][golden]") {
@@ -157,6 +214,20 @@ TEST_CASE("golden: invalid programs on disk are rejected with the recorded diagn
     CHECK_FALSE(r.ok);
     CHECK(diagnostics(r) == slurp(golden_path(name, ".expected.txt")));
     // The builder program and its JSON round trip are judged the same.
+    CHECK(diagnostics(validate(make())) == diagnostics(r));
+  }
+}
+
+TEST_CASE("golden: valid programs on disk are accepted with the recorded report", "[ir][golden]") {
+  for (const auto& [name, make] : valid_cases()) {
+    INFO(name);
+    auto loaded = program_load(golden_path(name, ".json", "valid"));
+    REQUIRE(loaded.is_ok());
+    const ValidationResult r = validate(*loaded);
+    INFO(r.report());
+    CHECK(r.ok);
+    CHECK(r.warnings.empty());
+    CHECK(diagnostics(r) == slurp(golden_path(name, ".expected.txt", "valid")));
     CHECK(diagnostics(validate(make())) == diagnostics(r));
   }
 }
