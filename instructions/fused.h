@@ -14,6 +14,8 @@ enum FusedRecipeId : int32_t {
   kRecipeSiluMulGemvAdd = 4,  ///< [gate, up, W, residual]: SILU_MUL_GEMV + residual[n]
   kRecipeRopeAppend = 5,      ///< [x, inv_freq, cache]: cache[pos] = rope(x) (rope_append.h; not a GEMV)
   kRecipeRopeAttention = 6,   ///< [q, k_cache, v_cache, k_new, v_new, inv_freq] (attention_tile.h; not a GEMV)
+  // 7: RMSNORM_MLP_FOLD (mlp_fold.h; not a GEMV tile)
+  kRecipeGemvAddCopy = 8,     ///< [x, W, residual] -> y, copy: GEMV_ADD written to both outputs
 };
 
 /// The recipe id of a FUSED instruction (flags bits 16-31).
@@ -26,24 +28,26 @@ struct FusedArgs {
   int32_t recipe = 0;
   MatmulArgs mm;
   Tensor aux, residual;
-  bool has_aux = false, has_residual = false;
+  Tensor copy;  ///< GEMV_ADD_COPY's second output: the same [rows, N_out] values as y
+  bool has_aux = false, has_residual = false, has_copy = false;
   float eps = 0.0f;
 };
 
-/// The GEMV recipes (1-4). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
+/// The GEMV recipes (1-4, 8). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
 /// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
 /// norm_w has K elements, up matches gate, residual is [rows, N_out]).
 AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& inst, FusedArgs* a) {
   a->recipe = fused_recipe(inst);
-  int32_t w_index = 1, n_in = 3;
+  int32_t w_index = 1, n_in = 3, n_out = 1;
   switch (a->recipe) {
     case kRecipeGemvAdd: a->has_residual = true; break;
+    case kRecipeGemvAddCopy: a->has_residual = a->has_copy = true; n_out = 2; break;
     case kRecipeRmsNormGemv: a->has_aux = true; w_index = 2; break;
     case kRecipeSiluMulGemv: a->has_aux = true; w_index = 2; break;
     case kRecipeSiluMulGemvAdd: a->has_aux = a->has_residual = true; w_index = 2; n_in = 4; break;
     default: return AMK_DEVERR_BAD_PARAMS;
   }
-  AMK_TRY_DEV(check_arity(inst, n_in, n_in, 1));
+  AMK_TRY_DEV(check_arity(inst, n_in, n_in, n_out));
   Tensor x, w, y;
   AMK_TRY_DEV(bind_input(p, inst, 0, &x));
   AMK_TRY_DEV(bind_input(p, inst, w_index, &w));
@@ -59,6 +63,10 @@ AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& ins
   if (a->has_residual) {
     AMK_TRY_DEV(bind_input(p, inst, n_in - 1, &a->residual));
     AMK_TRY_DEV(matmul_check_addend(a->residual, a->mm.rows * a->mm.n_out));
+  }
+  if (a->has_copy) {
+    AMK_TRY_DEV(bind_output(p, inst, 1, &a->copy));
+    AMK_TRY_DEV(matmul_check_addend(a->copy, a->mm.rows * a->mm.n_out));
   }
   a->eps = pr.eps;
   return AMK_DEVERR_NONE;

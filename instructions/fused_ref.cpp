@@ -7,6 +7,7 @@
 #include "instructions/common/matmul_ref.h"
 #include "instructions/common/reduce.h"
 #include "instructions/fused.h"
+#include "instructions/mlp_fold.h"
 #include "instructions/rms_norm.h"
 #include "instructions/rope_append.h"
 #include "instructions/silu_mul.h"
@@ -16,6 +17,7 @@ namespace amk::instructions {
 int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
   if (fused_recipe(inst) == kRecipeRopeAppend) return rope_append_ref(prog, inst);
   if (fused_recipe(inst) == kRecipeRopeAttention) return attention_tile_ref(prog, inst);
+  if (fused_recipe(inst) == kRecipeMlpFold) return mlp_fold_ref(prog, inst);
   FusedArgs a;
   AMK_TRY_DEV(decode_fused(prog, inst, &a));
   const MatmulArgs& mm = a.mm;
@@ -34,7 +36,9 @@ int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
     matmul_row_dots(xf.data(), mm.w, K, mm.n_begin, mm.n_end, dots.data());
     for (int64_t j = 0; j < width; ++j) {
       const int64_t i = r * mm.n_out + mm.n_begin + j;
-      mm.y.store(i, a.has_residual ? dots[j] + a.residual.load(i) : dots[j]);
+      const float v = a.has_residual ? dots[j] + a.residual.load(i) : dots[j];
+      mm.y.store(i, v);
+      if (a.has_copy) a.copy.store(i, v);
     }
   }
   return AMK_DEVERR_NONE;

@@ -213,9 +213,11 @@ AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tenso
 }
 
 /// The tile of `mm` for every row in [m_begin, m_end): y = prologue(x) . W[n] (+ bias[n])
-/// (+ residual[r, n]). `aux` is norm_w (kGemvRmsNorm) or up (kGemvSiluMul). Whole block.
+/// (+ residual[r, n]), also stored into `copy` when given (GEMV_ADD_COPY). `aux` is norm_w
+/// (kGemvRmsNorm) or up (kGemvSiluMul). Whole block.
 AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const Tensor& aux, float eps,
-                                   const Tensor* bias, const Tensor* residual, const DeviceCtx& ctx) {
+                                   const Tensor* bias, const Tensor* residual, const DeviceCtx& ctx,
+                                   const Tensor* copy = nullptr) {
   constexpr int R = 2;  // rows per warp
   constexpr int U = 4;  // 16-byte loads per row in flight per lane
   const int64_t K = mm.K;
@@ -279,6 +281,7 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
           if (bias != nullptr) v = v + bias->load(n[i]);
           if (residual != nullptr) v = v + residual->load(idx);
           mm.y.store(idx, v);
+          if (copy != nullptr) copy->store(idx, v);
         }
       }
     }

@@ -5,6 +5,7 @@
 #pragma once
 #include "instructions/fused.h"
 #include "instructions/gemv_tile.h"
+#include "instructions/mlp_fold.h"
 
 namespace amk::instructions {
 
@@ -90,12 +91,18 @@ struct GemvPlan {
   Tensor aux;       ///< norm_w (kGemvRmsNorm) or up (kGemvSiluMul)
   Tensor bias;      ///< GEMV_TILE / GEMM_TILE bias [n_out]
   Tensor residual;  ///< FUSED *_ADD residual [rows, n_out]
+  Tensor copy;      ///< GEMV_ADD_COPY's second output [rows, n_out]
   float eps = 0.0f;
   int32_t prologue = kGemvPlain;
-  bool has_bias = false, has_residual = false;
+  bool has_bias = false, has_residual = false, has_copy = false;
   /// When the task rides the GPU weight stream (set by the host with its chunk size; rows 0
   /// otherwise): the split of its full chunks and of its last chunk, which may be shorter.
+  /// For the fold, the splits count triples (fold_stream_split).
   StreamSplit split_full, split_last;
+  /// RMSNORM_MLP_FOLD (docs/FOLD.md): mm is the stacked weight viewed as [3 I, K] rows, its tile
+  /// rows [3 n_off, 3 (n_off + N_tile)), each triple gate, up, down^T; y is the F32 output the
+  /// task adds into; aux is norm_w (prologue kGemvRmsNorm).
+  bool fold = false;
 };
 
 /// Decode a GEMV-like `inst` into `*plan`: the opcode's own decode error, or BAD_PARAMS for an
@@ -110,9 +117,40 @@ AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t&
     plan->aux = a.mm.x;
     plan->prologue = kGemvPlain;
     plan->has_residual = false;
+    plan->has_copy = false;
     plan->eps = 0.0f;
     return AMK_DEVERR_NONE;
   }
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  // Host only: the device gets a fold's plan in its blob, and a fold that does not stream runs
+  // mlp_fold_run. On the device this branch would only grow the loader's inlined L2-prefetch
+  // decode (decode_gemv_like), which the persistent kernel's registers pay for.
+  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeMlpFold) {
+    MlpFoldArgs f;
+    AMK_TRY_DEV(decode_mlp_fold(p, inst, &f));
+    plan->mm.x = f.x;
+    plan->mm.w = f.w;
+    plan->mm.w.rank = 2;  // [I, 3, K] as [3 I, K]: a tile's triples are consecutive rows
+    plan->mm.w.shape[0] = 3 * f.inter;
+    plan->mm.w.shape[1] = f.K;
+    plan->mm.w.stride[0] = f.K;
+    plan->mm.w.stride[1] = 1;
+    plan->mm.y = f.out;
+    plan->mm.K = f.K;
+    plan->mm.rows = f.rows;
+    plan->mm.n_out = 3 * f.inter;
+    plan->mm.n_begin = 3 * f.n_begin;
+    plan->mm.n_end = 3 * f.n_end;
+    plan->mm.m_begin = 0;
+    plan->mm.m_end = f.rows;
+    plan->aux = f.norm_w;
+    plan->prologue = kGemvRmsNorm;
+    plan->eps = f.eps;
+    plan->has_bias = plan->has_residual = plan->has_copy = false;
+    plan->fold = true;
+    return AMK_DEVERR_NONE;
+  }
+#endif  // host only
   if (inst.op == AMK_OP_FUSED) {
     FusedArgs a;
     AMK_TRY_DEV(decode_fused(p, inst, &a));
@@ -121,6 +159,8 @@ AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t&
     plan->aux = a.has_aux ? a.aux : a.mm.x;
     plan->residual = a.residual;
     plan->has_residual = a.has_residual;
+    plan->copy = a.copy;
+    plan->has_copy = a.has_copy;
     plan->has_bias = false;
     plan->eps = a.eps;
     return AMK_DEVERR_NONE;
@@ -169,6 +209,57 @@ AMK_HD int64_t gemv_stream_chunk_bytes(const MatmulArgs& mm, int64_t slot_bytes,
   int64_t rows = slot_bytes / row_bytes;
   if (rows > kStreamChunkMaxRows) rows = kStreamChunkMaxRows;
   return rows * row_bytes;
+}
+
+/// Most triples one chunk of a streamed fold holds (its activations sit beside x in the work area).
+inline constexpr int64_t kFoldMaxTriples = 32;
+/// Most 16-byte vectors per output row a streamed fold keeps in each compute thread's registers.
+inline constexpr int64_t kFoldVecsPerThread = 2;
+
+/// How the compute warps share out one fold chunk of `triples` triples (gate, up, down^T rows of
+/// `row_vecs` vectors): an item is one triple's gate and up rows times one segment of their
+/// vectors (r = 1, groups = triples); the down^T rows go by columns, every thread its own.
+AMK_HD StreamSplit fold_stream_split(int64_t triples, int64_t row_vecs, int32_t warps, int32_t lanes) {
+  StreamSplit sp;
+  if (triples <= 0 || triples > kFoldMaxTriples || row_vecs <= 0 || row_vecs > 0x7fffffff || warps <= 0 || lanes <= 0)
+    return sp;
+  sp.rows = static_cast<int32_t>(triples);
+  sp.r = 1;
+  sp.groups = sp.rows;
+  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
+  int64_t nseg = sp.groups >= warps ? 1 : warps / sp.groups;
+  if (nseg > blocks) nseg = blocks;
+  const int64_t seg_blocks = (blocks + nseg - 1) / nseg;
+  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
+  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+  return sp;
+}
+
+/// Whether fold chunks of `triples` triples can run with `sp` (the device's check of the host's split).
+AMK_HD bool fold_stream_split_ok(const StreamSplit& sp, int64_t triples, int64_t row_vecs, int64_t max_partials) {
+  return triples >= 1 && triples <= kFoldMaxTriples && sp.rows == triples && sp.r == 1 && sp.groups == triples &&
+         sp.nseg >= 1 && sp.seg_vecs >= 1 && int64_t{sp.nseg} * sp.seg_vecs >= row_vecs &&
+         2 * triples * sp.nseg <= max_partials;
+}
+
+/// The chunk size in bytes of a streamed fold (`plan.fold`) on `slot_bytes` slots with `x_floats`
+/// of staging room and `threads` compute threads, or 0 when it does not ride the ring: one row of
+/// x, bf16 / f16 / f32 rows of 16-byte multiples, x and a chunk's activations in the work area,
+/// every output vector in kFoldVecsPerThread registers of a thread, a 16-byte aligned F32 output
+/// (its sums are added four at a time), and whole triples per chunk.
+AMK_HD int64_t fold_stream_chunk_bytes(const GemvPlan& plan, int64_t slot_bytes, int64_t x_floats, int64_t threads) {
+  const MatmulArgs& mm = plan.mm;
+  const int32_t dt = mm.w.dtype;
+  if (!plan.fold || (dt != AMK_DTYPE_BF16 && dt != AMK_DTYPE_F16 && dt != AMK_DTYPE_F32)) return 0;
+  const int64_t row_bytes = mm.K * (dtype_bits(dt) / 8);
+  if (!mm.w.contiguous || row_bytes % 16 != 0 || (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) != 0) return 0;
+  if (mm.y.dtype != AMK_DTYPE_F32 || !mm.y.contiguous || (reinterpret_cast<uintptr_t>(mm.y.ptr) & 15u) != 0) return 0;
+  if (mm.m_end - mm.m_begin != 1 || mm.K + kFoldMaxTriples > x_floats) return 0;
+  if (row_bytes / 16 > kFoldVecsPerThread * threads || (mm.n_end - mm.n_begin) % 3 != 0 || mm.n_end <= mm.n_begin)
+    return 0;
+  int64_t triples = slot_bytes / (3 * row_bytes);
+  if (triples > kFoldMaxTriples) triples = kFoldMaxTriples;
+  return triples * 3 * row_bytes;  // 0 when a triple does not fit a slot
 }
 
 }  // namespace amk::instructions

@@ -263,6 +263,7 @@ AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, cons
     if (a.has_bias) v = v + bias;
     if (a.has_residual) v = v + residual;
     a.mm.y.store(r * a.mm.n_out + n0 + t, v);
+    if (a.has_copy) a.copy.store(r * a.mm.n_out + n0 + t, v);
   }
 }
 

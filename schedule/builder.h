@@ -20,6 +20,7 @@ class ProgramBuilder {
   ir::BufferId add_buffer(std::string name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape,
                           ir::MemSpace space = ir::MemSpace::Hbm, std::optional<std::string> source = std::nullopt);
   const ir::Buffer& buffer(ir::BufferId id) const { return program_.buffers[static_cast<size_t>(id.value)]; }
+  ir::Buffer& buffer_mut(ir::BufferId id) { return program_.buffers[static_cast<size_t>(id.value)]; }
   int64_t buffer_bytes(ir::BufferId id) const { return buffer(id).nbytes(); }
 
   /// Close the current stage (if any) and open a new one whose counter note is `note`.

@@ -19,6 +19,13 @@ Cost cost_rmsnorm_gemv(int64_t K, int64_t n, ir::DType w, ir::DType x, ir::DType
   return c;
 }
 
+Cost cost_mlp_fold(int64_t K, int64_t n, ir::DType w) {
+  Cost c;
+  c.bytes = nb(w, 3 * n * K) + nb(ir::DType::F32, K) + nb(w, K) + 2 * nb(ir::DType::F32, K);
+  c.flops = 6 * n * K + 4 * K + 6 * n + K;  // 3 n K multiply-adds, the norm, silu * up, the adds
+  return c;
+}
+
 Cost cost_silu_mul_gemv(int64_t K, int64_t n, ir::DType w, ir::DType x, ir::DType y) {
   Cost c = cost_gemv(K, n, w, x, y);
   c.bytes += nb(x, K);  // up as well as gate

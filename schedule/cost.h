@@ -21,6 +21,9 @@ Cost cost_gemv(int64_t K, int64_t n, ir::DType w, ir::DType x, ir::DType y);
 Cost cost_rmsnorm_gemv(int64_t K, int64_t n, ir::DType w, ir::DType x, ir::DType y);
 /// SILU_MUL_GEMV: the tile reads gate and up (K each) and recomputes silu(gate)*up.
 Cost cost_silu_mul_gemv(int64_t K, int64_t n, ir::DType w, ir::DType x, ir::DType y);
+/// RMSNORM_MLP_FOLD over n intermediate columns of a hidden size K: 3 n weight rows of K, x (F32)
+/// and the norm weight read, K F32 atomic adds (a read and a write each).
+Cost cost_mlp_fold(int64_t K, int64_t n, ir::DType w);
 /// The residual epilogue of GEMV_ADD / SILU_MUL_GEMV_ADD: n more reads and adds.
 Cost cost_residual(int64_t n, ir::DType y);
 /// RMSNORM over H elements.

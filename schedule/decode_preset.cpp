@@ -72,8 +72,12 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
   for (const std::vector<std::string>& group : fusion_all_groups()) {
     bool dropped = false;
     for (const std::string& text : tiling.drop_fusion) dropped |= sorted_ops(text) == sorted_ops(group);
-    if (!dropped) j["fusion_grouping"].push_back(group);
+    // The fold replaces both MLP groups (it claims gate_proj and down_proj).
+    const bool mlp = std::find(group.begin(), group.end(), "gate_proj") != group.end() ||
+                     std::find(group.begin(), group.end(), "down_proj") != group.end();
+    if (!dropped && !(tiling.mlp_fold && mlp)) j["fusion_grouping"].push_back(group);
   }
+  if (tiling.mlp_fold) j["fusion_grouping"].push_back(mlp_fold_group());
   j["sm_assignment"] = tiling.sm_assignment;
   j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, model, max_seq);
   j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model, max_seq);
@@ -85,7 +89,8 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
   };
   const Proj projs[] = {{"q_proj", q, h, q + 2 * kv},        {"k_proj", kv, h, q + 2 * kv},
                         {"v_proj", kv, h, q + 2 * kv},       {"o_proj", h, q, h},
-                        {"gate_proj", inter, h, 2 * inter},  {"up_proj", inter, h, 2 * inter},
+                        {"gate_proj", inter, h, tiling.mlp_fold ? inter : 2 * inter},  // the fold: gate's tiles alone
+                        {"up_proj", inter, h, 2 * inter},
                         {"down_proj", h, inter, h},          {"lm_head", model.vocab_size, h, model.vocab_size}};
   const int64_t sms = std::max<int64_t>(1, num_sms);
   for (const Proj& p : projs) {

@@ -44,6 +44,10 @@ struct DecodePreset {
   /// Fusion groups left out, each as its comma-separated op names in any order ("rope,kv_append"):
   /// a fusion's gain measured in the same run as the default (amk-bench --drop-fusion).
   std::vector<std::string> drop_fusion;
+  /// The MLP fold (docs/FOLD.md) instead of the gate / up and down groups: one stage of
+  /// RMSNORM_MLP_FOLD tasks, tiles_per_stage per SM over the intermediate columns. Its logits are
+  /// not bit-reproducible run to run (F32 atomic adds), so it is off by default.
+  bool mlp_fold = false;
 };
 
 /// Whether `text` ("rope,kv_append", any order) names one of fusion_all_groups().

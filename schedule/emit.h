@@ -1,5 +1,6 @@
 // schedule/emit.h: emitting the decode-step graph of a Llama model as stages of tasks (internal).
-// The residual stream `h` is one buffer updated in place by every residual add; each layer owns
+// The residual stream `h` is one buffer updated in place by every residual add (F32 with the MLP
+// fold, whose tasks add into it with atomic adds: docs/FOLD.md); each layer owns
 // its other activations (paging is what lets them share memory). Every emit_* call opens the
 // stages it needs on the builder, so stage order is program order.
 #pragma once
@@ -29,6 +30,9 @@ struct LowerContext {
   ir::BufferId activation(const std::string& name, int64_t n) { return activation(name, n, dtype); }
   /// A WEIGHT buffer bound to HF state-dict key `source`.
   ir::BufferId weight(const std::string& name, std::vector<int64_t> shape, const std::string& source);
+  /// A stacked WEIGHT buffer [N, parts, K] (docs/JSON.md "stack"): row n of each part, a part's
+  /// `transpose` read as its transposed tensor.
+  ir::BufferId weight_stack(const std::string& name, std::vector<int64_t> shape, std::vector<ir::StackPart> parts);
 };
 
 /// The fused form of a projection's tiles (docs/OPCODES.md FUSED recipes).
@@ -37,7 +41,8 @@ enum class GemvForm {
   RmsNorm,    ///< RMSNORM_GEMV       [x, norm_w, W] -> out
   SiluMul,    ///< SILU_MUL_GEMV      [gate, up, W] -> out
   Add,        ///< GEMV_ADD           [x, W, residual] -> residual (in place)
-  SiluMulAdd  ///< SILU_MUL_GEMV_ADD  [gate, up, W, residual] -> residual (in place)
+  SiluMulAdd,  ///< SILU_MUL_GEMV_ADD  [gate, up, W, residual] -> residual (in place)
+  AddCopy      ///< GEMV_ADD_COPY      [x, W, residual] -> residual (in place), copy
 };
 
 /// One projection to cut into N_tile column tiles.
@@ -51,6 +56,7 @@ struct GemvJob {
   ir::BufferId out;   ///< [N]; the residual itself for the Add forms
   int64_t K = 0;
   int64_t N = 0;
+  ir::BufferId copy = {};  ///< AddCopy's second output [N] (`= {}`: aggregate inits may stop before it)
 };
 
 /// Add the tiles of `job` to the current stage.

@@ -33,6 +33,7 @@ ir::FusedRecipe recipe_of(GemvForm form) {
     case GemvForm::SiluMul: return ir::FusedRecipe::SiluMulGemv;
     case GemvForm::Add: return ir::FusedRecipe::GemvAdd;
     case GemvForm::SiluMulAdd: return ir::FusedRecipe::SiluMulGemvAdd;
+    case GemvForm::AddCopy: return ir::FusedRecipe::GemvAddCopy;
     case GemvForm::Plain: break;
   }
   return ir::FusedRecipe::GemvAdd;  // unreachable: Plain is not FUSED
@@ -46,6 +47,13 @@ ir::BufferId LowerContext::activation(const std::string& name, int64_t n, ir::DT
 
 ir::BufferId LowerContext::weight(const std::string& name, std::vector<int64_t> shape, const std::string& source) {
   return b.add_buffer(name, ir::BufferKind::Weight, weight_dtype, std::move(shape), ir::MemSpace::Hbm, source);
+}
+
+ir::BufferId LowerContext::weight_stack(const std::string& name, std::vector<int64_t> shape,
+                                       std::vector<ir::StackPart> parts) {
+  const ir::BufferId id = b.add_buffer(name, ir::BufferKind::Weight, weight_dtype, std::move(shape), ir::MemSpace::Hbm);
+  b.buffer_mut(id).stack = std::move(parts);
+  return id;
 }
 
 std::string rope_inv_freq_source(const ModelConfig& m) {
@@ -80,6 +88,7 @@ void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
         cost = cost_silu_mul_gemv(j.K, t.len, c.weight_dtype, c.dtype, out_dtype);
         break;
       case GemvForm::Add:
+      case GemvForm::AddCopy:
         in = {j.x, j.w, j.out};
         cost = cost_gemv(j.K, t.len, c.weight_dtype, c.dtype, out_dtype);
         break;
@@ -88,7 +97,7 @@ void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
         cost = cost_silu_mul_gemv(j.K, t.len, c.weight_dtype, c.dtype, out_dtype);
         break;
     }
-    if (j.form == GemvForm::Add || j.form == GemvForm::SiluMulAdd) {
+    if (j.form == GemvForm::Add || j.form == GemvForm::SiluMulAdd || j.form == GemvForm::AddCopy) {
       const Cost r = cost_residual(t.len, out_dtype);
       cost.bytes += r.bytes;
       cost.flops += r.flops;
@@ -100,7 +109,10 @@ void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
     p.set("n_off", t.off);
     if (j.form == GemvForm::RmsNorm) p.set("eps", c.model.rms_norm_eps);
     if (fused) p.set("flags", static_cast<int64_t>(recipe) << ir::kFlagRecipeShift);
-    c.b.add_task(fused ? ir::Opcode::Fused : ir::Opcode::GemvTile, std::move(in), {j.out}, std::move(p),
+    if (j.form == GemvForm::AddCopy) cost.bytes += ir::dtype_nbytes(c.b.buffer(j.copy).dtype, t.len);
+    std::vector<ir::BufferId> out{j.out};
+    if (j.form == GemvForm::AddCopy) out.push_back(j.copy);
+    c.b.add_task(fused ? ir::Opcode::Fused : ir::Opcode::GemvTile, std::move(in), std::move(out), std::move(p),
                  j.label + span_text(t.off, t.len), cost.bytes, cost.flops);
   }
 }
@@ -126,7 +138,8 @@ void emit_embed(LowerContext& c) {
   c.embed = c.weight("embed_tokens", {m.vocab_size, m.hidden_size}, "model.embed_tokens.weight");
   c.inv_freq = c.b.add_buffer("rope_inv_freq", ir::BufferKind::Const, ir::DType::F32, {m.head_dim / 2},
                               ir::MemSpace::Hbm, rope_inv_freq_source(m));
-  c.h = c.activation("h", m.hidden_size);
+  // The fold's tasks add into h with F32 atomic adds (docs/FOLD.md).
+  c.h = c.activation("h", m.hidden_size, c.fusion.mlp_fold ? ir::DType::F32 : c.dtype);
 
   c.b.begin_stage("embed");
   ir::Params p;

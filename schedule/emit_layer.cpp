@@ -18,6 +18,7 @@ namespace {
 
 struct LayerWeights {
   ir::BufferId attn_norm, q, k, v, o, mlp_norm, gate, up, down;
+  ir::BufferId mlp;  ///< the fold's stacked [I, 3, H]: gate, up and down_proj^T rows (docs/FOLD.md)
 };
 
 LayerWeights layer_weights(LowerContext& c, const std::string& P, int64_t layer) {
@@ -31,6 +32,12 @@ LayerWeights layer_weights(LowerContext& c, const std::string& P, int64_t layer)
   w.v = c.weight(P + ".v_proj", {m.kv_dim(), H}, src + "self_attn.v_proj.weight");
   w.o = c.weight(P + ".o_proj", {H, m.q_dim()}, src + "self_attn.o_proj.weight");
   w.mlp_norm = c.weight(P + ".post_attention_layernorm", {H}, src + "post_attention_layernorm.weight");
+  if (c.fusion.mlp_fold) {
+    w.mlp = c.weight_stack(P + ".mlp_fold", {I, 3, H},
+                           {ir::StackPart{src + "mlp.gate_proj.weight", false}, ir::StackPart{src + "mlp.up_proj.weight", false},
+                            ir::StackPart{src + "mlp.down_proj.weight", true}});
+    return w;
+  }
   w.gate = c.weight(P + ".gate_proj", {I, H}, src + "mlp.gate_proj.weight");
   w.up = c.weight(P + ".up_proj", {I, H}, src + "mlp.up_proj.weight");
   w.down = c.weight(P + ".down_proj", {H, I}, src + "mlp.down_proj.weight");
@@ -154,7 +161,8 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
   }
 }
 
-void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
+/// Returns the copy of h the o_proj tiles leave for the MLP fold (none without it).
+ir::BufferId emit_attention_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
   const ModelConfig& m = c.model;
   const int64_t H = m.hidden_size;
   const ir::BufferId k_cache = c.b.add_buffer(P + ".k_cache", ir::BufferKind::KvCache, c.dtype, {c.max_seq, m.kv_dim()});
@@ -217,6 +225,10 @@ void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeig
   }
 
   GemvJob oj{P + ".o_proj", "o_proj", GemvForm::Add, attn, ir::BufferId(), w.o, c.h, m.q_dim(), H};
+  if (c.fusion.mlp_fold) {  // the MLP's input, which the fold reads while it adds into h
+    oj.form = GemvForm::AddCopy;
+    oj.copy = c.activation(P + ".h_mlp", H, ir::DType::F32);
+  }
   if (!c.fusion.o_residual) {
     oj.form = GemvForm::Plain;
     oj.out = c.activation(P + ".o", H);
@@ -233,9 +245,36 @@ void emit_attention_block(LowerContext& c, const std::string& P, const LayerWeig
     c.b.begin_stage(P + " kv_append");
     next_appends();
   }
+  return oj.copy;
 }
 
-void emit_mlp_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
+// One stage of RMSNORM_MLP_FOLD tasks over `h_mlp` (o_proj's copy of h), each a span of the
+// intermediate columns (gate_proj's N_tile), accumulating into h (docs/FOLD.md).
+void emit_mlp_fold(LowerContext& c, const std::string& P, const LayerWeights& w, ir::BufferId h_mlp) {
+  const ModelConfig& m = c.model;
+  const int64_t H = m.hidden_size, I = m.intermediate_size;
+  c.b.begin_stage(P + " mlp_fold");
+  const auto recipe = static_cast<int64_t>(ir::FusedRecipe::RmsNormMlpFold);
+  for (const Span& t : spans_cover(I, c.tiling.n_tile.at("gate_proj"))) {
+    ir::Params p;
+    p.set("recipe", std::string(ir::recipe_find(recipe)->name));
+    p.set("K", H);
+    p.set("N_tile", t.len);
+    p.set("n_off", t.off);
+    p.set("eps", m.rms_norm_eps);
+    p.set("flags", ir::kFlagAccumulate | (recipe << ir::kFlagRecipeShift));
+    const Cost cost = cost_mlp_fold(H, t.len, c.weight_dtype);
+    c.b.add_task(ir::Opcode::Fused, {h_mlp, w.mlp_norm, w.mlp}, {c.h}, std::move(p),
+                 P + ".mlp_fold[" + std::to_string(t.off) + ":" + std::to_string(t.off + t.len) + "]", cost.bytes,
+                 cost.flops);
+  }
+}
+
+void emit_mlp_block(LowerContext& c, const std::string& P, const LayerWeights& w, ir::BufferId h_mlp) {
+  if (c.fusion.mlp_fold) {
+    emit_mlp_fold(c, P, w, h_mlp);
+    return;
+  }
   const ModelConfig& m = c.model;
   const int64_t H = m.hidden_size, I = m.intermediate_size;
   const ir::BufferId gate = c.activation(P + ".gate", I);
@@ -281,8 +320,8 @@ void emit_mlp_block(LowerContext& c, const std::string& P, const LayerWeights& w
 void emit_layer(LowerContext& c, int64_t layer) {
   const std::string P = "L" + std::to_string(layer);
   const LayerWeights w = layer_weights(c, P, layer);
-  emit_attention_block(c, P, w);
-  emit_mlp_block(c, P, w);
+  const ir::BufferId h_mlp = emit_attention_block(c, P, w);
+  emit_mlp_block(c, P, w, h_mlp);
 }
 
 }  // namespace amk::schedule

@@ -19,13 +19,20 @@ struct FusionPlan {
   bool rope_append = false;       ///< {rope, kv_append}: k rotated straight into its cache row (ROPE_APPEND)
   bool rope_attention = false;    ///< {rope, attention}: attention tasks rotate q and take row pos from k / v
                                   ///< (ROPE_ATTENTION); the cache appends move after the attention
+  /// {rmsnorm, gate_proj, up_proj, silu_mul, down_proj, residual_add}: the whole MLP in one stage of
+  /// RMSNORM_MLP_FOLD tasks accumulating into an F32 h (docs/FOLD.md; needs o_residual).
+  bool mlp_fold = false;
 };
 
-/// Resolve the groups. An unknown group, or a projection named by two groups, is InvalidArgument
-/// naming "fusion_grouping[i]".
+/// Resolve the groups. An unknown group, a projection named by two groups, or the MLP fold without
+/// {o_proj, residual_add} is InvalidArgument naming "fusion_grouping[i]".
 [[nodiscard]] Result<FusionPlan> fusion_plan(const std::vector<std::vector<std::string>>& groups);
 
-/// The grouping that turns every known fusion on (the fastest lowering amk knows).
+/// The grouping that turns every known fusion on (the fastest lowering amk knows). It leaves out the
+/// MLP fold, which gives up bitwise reproducibility (docs/FOLD.md) and replaces two of these groups.
 std::vector<std::vector<std::string>> fusion_all_groups();
+
+/// The MLP fold's group: {rmsnorm, gate_proj, up_proj, silu_mul, down_proj, residual_add}.
+std::vector<std::string> mlp_fold_group();
 
 }  // namespace amk::schedule

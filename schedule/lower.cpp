@@ -109,6 +109,11 @@ Result<ir::Program> lower(const ModelConfig& model, const ir::ScheduleConfig& co
   p.meta["dtype"] = lower_dtype_name(options.dtype);
   if (options.weight_dtype && *options.weight_dtype != options.dtype)
     p.meta["weight_dtype"] = lower_dtype_name(*options.weight_dtype);
+  // F32 atomic adds sum in arrival order: the logits' last bits vary from run to run (docs/FOLD.md).
+  if (fusion->mlp_fold) {
+    p.meta["reproducible"] = false;
+    p.meta["reproducible_note"] = "the MLP fold adds into h with F32 atomic adds: logits vary in the last bits";
+  }
   p.target = target;
   p.config = config;
   p.decode = decode_section(c.token, logits, next_token, *max_seq, model.vocab_size);

@@ -324,6 +324,9 @@ int main(int argc, char** argv) {
           ->capture_default_str(),
       decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
                          "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)"),
+      decode->add_flag("--mlp-fold", dopt.tiling.mlp_fold,
+                       "built-in schedule: fold down_proj into the gate / up tasks (F32 atomic adds: logits not "
+                       "bit-reproducible; docs/FOLD.md)"),
   };
   for (CLI::Option* knob : preset_knobs) knob->excludes(schedule);
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");

@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
     j["latency_us"] = amk::tools::json_latency_us(lat);
     j["latency_us"]["generation_median"] = gen_median;
     j["tokens_per_s"] = tps;
+    j["bit_reproducible"] = (*session)->bit_reproducible();
     j["trace"] = trace_path.empty() ? amk::tools::Json(nullptr) : amk::tools::Json(trace_path);
     std::cout << amk::tools::json_text(j);
     return kExitOk;
@@ -181,5 +182,8 @@ int main(int argc, char** argv) {
   std::printf("generation: median %.3f ms/token over the %zu steps after the prompt\n", gen_median / 1e3, gen.size());
   std::printf("throughput: %.1f tokens/s\n", tps);
   if (!trace_path.empty()) std::printf("trace:      %s (open in ui.perfetto.dev)\n", trace_path.c_str());
+  if (!(*session)->bit_reproducible())
+    std::printf("note:       this program adds into F32 buffers with atomic adds (ACCUMULATE, e.g. the MLP fold): "
+                "its logits vary in the last bits from run to run\n");
   return kExitOk;
 }

@@ -46,6 +46,8 @@ typedef enum amk_opcode {
  * STEP_KV:  the attention window is [kv_start, min(kv_start + kv_len, step->pos + 1)). */
 #define AMK_FLAG_STEP_POS 0x4
 #define AMK_FLAG_STEP_KV 0x8
+/* ACCUMULATE: the task adds its result into its F32 output with atomic adds (docs/FOLD.md). */
+#define AMK_FLAG_ACCUMULATE 0x10
 #define AMK_FLAG_RECIPE_SHIFT 16
 
 /* Opcode parameters: 19 int32 fields in this order, then eps, scale, theta (88 bytes). */

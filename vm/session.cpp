@@ -1,8 +1,11 @@
 // vm/session.cpp: Session over a loader::ProgramImage and an Executor.
 #include "vm/session.h"
 
+#include <algorithm>
+
 #include "instructions/common/dtype.h"
 #include "ir/json.h"
+#include "ir/params.h"
 #include "loader/loader.h"
 #include "vm/cpu_count.h"
 #include "vm/cpu_vm.h"
@@ -47,6 +50,7 @@ struct Session::Impl {
   std::vector<uint8_t> logits_raw;
   bool trace = false;
   std::vector<vm::LaunchTrace> traces;  // one per launch since open/reset when tracing
+  bool bit_reproducible = true;         // no ACCUMULATE task
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -88,6 +92,9 @@ Result<std::unique_ptr<Session>> Session::create(const ir::Program& program, con
   impl->vocab = d.vocab;
   impl->max_seq = d.max_seq;
   impl->watchdog = options.watchdog;
+  impl->bit_reproducible = std::none_of(program.tasks.begin(), program.tasks.end(), [](const ir::Task& t) {
+    return (t.params.int_or("flags", 0) & ir::kFlagAccumulate) != 0;
+  });
   if (d.logits >= 0) {
     const amk_buffer_t& b = impl->image->view().buffers[d.logits];
     impl->logits_raw.resize(static_cast<size_t>(ir::dtype_nbytes(static_cast<ir::DType>(b.dtype), b.numel)));
@@ -188,6 +195,7 @@ Status Session::reset() {
 int32_t Session::position() const { return impl_->pos; }
 int32_t Session::max_positions() const { return impl_->max_seq; }
 int32_t Session::vocab_size() const { return impl_->vocab; }
+bool Session::bit_reproducible() const { return impl_->bit_reproducible; }
 std::string Session::backend() const { return impl_->executor->name(); }
 int Session::workers() const { return impl_->image->workers(); }
 const std::vector<double>& Session::step_latencies_us() const { return impl_->latencies; }

@@ -76,6 +76,9 @@ class Session {
   std::string backend() const;
   /// Worker threads / SMs the program runs on.
   int workers() const;
+  /// False when a task adds into its output with atomic adds (flags ACCUMULATE, docs/FOLD.md): the
+  /// sums then follow the tasks' arrival, so logits vary in the last bits from run to run.
+  bool bit_reproducible() const;
   /// Latency of every launch since open or reset, in microseconds.
   const std::vector<double>& step_latencies_us() const;
   /// Whether this session records traces (SessionOptions::trace).

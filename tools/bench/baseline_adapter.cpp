@@ -9,6 +9,7 @@
 #include <map>
 
 #include "tools/bench/cublas_baseline.h"
+#include "tools/bench/destack_weights.h"
 #include "vm/cuda/cuda_executor.h"
 
 namespace amk::bench {
@@ -16,7 +17,8 @@ namespace {
 
 class CublasAdapter final : public DecodeBaseline {
  public:
-  explicit CublasAdapter(std::unique_ptr<CublasGraphBaseline> b) : b_(std::move(b)) {}
+  CublasAdapter(std::unique_ptr<CublasGraphBaseline> b, std::unique_ptr<DestackedWeights> copies)
+      : copies_(std::move(copies)), b_(std::move(b)) {}
 
   Status step(int32_t token, int32_t pos, int32_t amk_token, const std::vector<float>& amk_logits,
               Comparison* out) override {
@@ -56,10 +58,12 @@ class CublasAdapter final : public DecodeBaseline {
   }
 
  private:
+  std::unique_ptr<DestackedWeights> copies_;  // weights b_ reads: declared first, so freed after it
   std::unique_ptr<CublasGraphBaseline> b_;
 };
 
-/// source name -> device pointer of that WEIGHT/CONST buffer.
+/// source name -> device pointer of that WEIGHT/CONST buffer. Stacked buffers are not listed: the
+/// baseline's kernels read each tensor as its own contiguous matrix.
 std::map<std::string, const void*> device_sources(const ir::Program& program, const vm::Executor& exec) {
   std::map<std::string, const void*> out;
   for (size_t i = 0; i < program.buffers.size(); ++i) {
@@ -81,14 +85,35 @@ Result<std::unique_ptr<DecodeBaseline>> make_baseline(const std::string& name, c
       return Status(StatusCode::InvalidArgument, "the cublas-graph baseline needs bf16 weights; buffer " + b.name + " is " +
                                                      std::string(ir::dtype_name(b.dtype)));
   const auto src = device_sources(program, exec);
+  // A tensor the program holds only inside a stacked buffer (the MLP fold's [I, 3, H]) gets a
+  // device copy of its own, taken from that buffer: the baseline's kernels read each tensor as a
+  // contiguous matrix, and the copy holds exactly the numbers amk's buffer does.
+  struct StackedPart {
+    size_t buffer;
+    int64_t part;
+    bool transpose;
+  };
+  std::map<std::string, StackedPart> stacked_in;
+  for (size_t i = 0; i < program.buffers.size(); ++i)
+    for (size_t p = 0; p < program.buffers[i].stack.size(); ++p)
+      stacked_in.emplace(program.buffers[i].stack[p].source,
+                         StackedPart{i, static_cast<int64_t>(p), program.buffers[i].stack[p].transpose});
+  auto copies = std::make_unique<DestackedWeights>();
   std::string missing;
+  Status copy_error = Status::ok();
   const auto need = [&](const std::string& key) -> const void* {
     const auto it = src.find(key);
-    if (it == src.end() || it->second == nullptr) {
-      missing += (missing.empty() ? "" : ", ") + key;
-      return nullptr;
+    if (it != src.end() && it->second != nullptr) return it->second;
+    const auto st = stacked_in.find(key);
+    if (st != stacked_in.end() && copy_error) {
+      const ir::Buffer& b = program.buffers[st->second.buffer];
+      const void* out = nullptr;
+      copy_error = copies->part(vm::gpu_device_buffer(exec, static_cast<int32_t>(st->second.buffer)), b.shape[0],
+                                b.shape[1], b.shape[2], st->second.part, st->second.transpose, &out);
+      if (copy_error) return out;
     }
-    return it->second;
+    missing += (missing.empty() ? "" : ", ") + key;
+    return nullptr;
   };
   ModelWeights w;
   w.embed = need("model.embed_tokens.weight");
@@ -111,6 +136,7 @@ Result<std::unique_ptr<DecodeBaseline>> make_baseline(const std::string& name, c
   for (const auto& [key, ptr] : src)
     if (key.rfind("amk:rope_inv_freq", 0) == 0) w.rope_inv_freq = static_cast<const float*>(ptr);
   if (w.rope_inv_freq == nullptr) missing += std::string(missing.empty() ? "" : ", ") + "amk:rope_inv_freq";
+  if (!copy_error) return copy_error;
   if (!missing.empty())
     return Status(StatusCode::InvalidArgument, "the program lacks buffers the baseline needs: " + missing);
 
@@ -127,7 +153,7 @@ Result<std::unique_ptr<DecodeBaseline>> make_baseline(const std::string& name, c
   std::unique_ptr<CublasGraphBaseline> b;
   Status s = CublasGraphBaseline::create(shape, w, &b);
   if (!s) return s;
-  return std::unique_ptr<DecodeBaseline>(std::make_unique<CublasAdapter>(std::move(b)));
+  return std::unique_ptr<DecodeBaseline>(std::make_unique<CublasAdapter>(std::move(b), std::move(copies)));
 }
 
 }  // namespace amk::bench

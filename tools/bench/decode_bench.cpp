@@ -37,6 +37,7 @@ std::string preset_summary(const schedule::DecodePreset& p, const schedule::Mode
   out << ", " << schedule::decode_preset_kv_partitions(p, model, max_seq) << " KV partition(s), "
       << schedule::decode_preset_heads_per_task(p, model, max_seq) << " head(s) per attention task";
   for (const std::string& g : p.drop_fusion) out << ", without " << g;
+  if (p.mlp_fold) out << ", MLP fold (F32 atomic adds: logits not bit-reproducible)";
   out << ")";
   return out.str();
 }

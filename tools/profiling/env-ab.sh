@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/profiling/env-ab.sh SETTING... : a same-call A/B of runtime knobs on ONE build: the
 # Llama-1B (ctx 128) and Llama-3-8B decode benchmarks under each setting (a quoted list of
-# VAR=value knobs, "-" = the defaults), alternated over the settings AMK_AB_ROUNDS times (default
+# VAR=value knobs and amk-bench decode --flags, e.g. "--mlp-fold"; "-" = the defaults), alternated over the settings AMK_AB_ROUNDS times (default
 # 2) so a drift of the machine shows as a drift, not as a difference. One binary means no
 # register-allocation noise between the variants (docs/PERFORMANCE.md rows 77-78). Needs amk-bench
 # built in $AMK_DEVICE_BUILD (default build-device: tools/device-quick.sh builds it). Logs go to
@@ -17,11 +17,18 @@ require_bench
 
 declare -A R
 run() {  # round, setting index, setting, name, model config, ctx list
-  local env_words="$3" log="$LOGS/envab-$4-$2-r$1"
-  [ "$env_words" = - ] && env_words=""
+  local env_words="" arg_words="" w log="$LOGS/envab-$4-$2-r$1"
+  # A setting's VAR=value words go to the environment, its --flag words to amk-bench decode.
+  for w in $3; do
+    case "$w" in
+      -) ;;
+      --*) arg_words+=" $w" ;;
+      *) env_words+=" $w" ;;
+    esac
+  done
   # shellcheck disable=SC2086  # the setting is a word list
   env $env_words timeout 300 "$BUILD/tools/amk-bench" decode --model "$ROOT/tests/fixtures/configs/$5" --ctx "$6" \
-    --tokens "${AMK_AB_TOKENS:-30}" --json ${AMK_AB_ARGS:-} >"$log.json" 2>"$log.err"
+    --tokens "${AMK_AB_TOKENS:-30}" --json ${AMK_AB_ARGS:-} $arg_words >"$log.json" 2>"$log.err"
   R[$4,$2]+="$(python3 -c "
 import json; rs = json.load(open('$log.json'))['results']
 print(' / '.join(f\"{r['amk_ms_per_token']:.3f}\" for r in rs), end='')" 2>/dev/null || echo "FAILED($(tail -1 "$log.err"))")  "

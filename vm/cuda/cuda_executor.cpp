@@ -419,7 +419,10 @@ class CudaExecutor final : public Executor {
     if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) return false;
     instructions::GemvPlan plan;
     if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) return false;
-    const int64_t chunk = instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
+    // The fold's chunks hold whole triples; one that does not ride the ring runs mlp_fold_run.
+    const int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
+                                                                             instructions::kComputeThreads)
+                                    : instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
     const void* src = nullptr;
     uint64_t bytes = 0;
     instructions::gemv_weight_range(plan.mm, &src, &bytes);
@@ -436,10 +439,17 @@ class CudaExecutor final : public Executor {
     // device: the full chunks and the last one (rows of its own).
     const instructions::StreamChunking c = instructions::gemv_stream_chunking(
         plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8), plan.mm.n_end - plan.mm.n_begin, chunk);
-    plan.split_full = instructions::gemv_stream_split(c.rows_per_chunk, c.row_vecs, instructions::kComputeWarps,
-                                                      gpu::kWarpSize);
-    plan.split_last = instructions::gemv_stream_split(c.last_rows, c.row_vecs, instructions::kComputeWarps,
-                                                      gpu::kWarpSize);
+    if (plan.fold) {  // splits of triples (every chunk's rows are a multiple of 3)
+      plan.split_full = instructions::fold_stream_split(c.rows_per_chunk / 3, c.row_vecs, instructions::kComputeWarps,
+                                                        gpu::kWarpSize);
+      plan.split_last = instructions::fold_stream_split(c.last_rows / 3, c.row_vecs, instructions::kComputeWarps,
+                                                        gpu::kWarpSize);
+    } else {
+      plan.split_full = instructions::gemv_stream_split(c.rows_per_chunk, c.row_vecs, instructions::kComputeWarps,
+                                                        gpu::kWarpSize);
+      plan.split_last = instructions::gemv_stream_split(c.last_rows, c.row_vecs, instructions::kComputeWarps,
+                                                        gpu::kWarpSize);
+    }
     instructions::make_plan_blob(plan, inst.op, blob);
     return true;
   }

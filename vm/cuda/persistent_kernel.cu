@@ -39,6 +39,7 @@
 
 #include "instructions/device_dispatch.cuh"
 #include "instructions/gemv_stream.cuh"
+#include "instructions/mlp_fold_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
 #include "targets/cuda/bulk_prefetch.cuh"
 #include "vm/cuda/dyn_smem_layout.h"
@@ -332,6 +333,18 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   const instructions::StreamChunking ch =
       instructions::gemv_stream_chunking(row_bytes, plan.mm.n_end - plan.mm.n_begin, e.chunk_bytes);
   const int64_t rows_per_chunk = ch.rows_per_chunk;
+  if (plan.fold) {  // whole triples, the activations beside x, every output vector in registers
+    if (rows_per_chunk <= 0 || rows_per_chunk % 3 != 0 || ch.last_rows % 3 != 0 ||
+        plan.mm.K + instructions::kFoldMaxTriples > cap ||
+        ch.row_vecs > instructions::kFoldVecsPerThread * instructions::kComputeThreads ||
+        plan.mm.y.dtype != AMK_DTYPE_F32 || (reinterpret_cast<uintptr_t>(plan.mm.y.ptr) & 15u) != 0 ||
+        !instructions::fold_stream_split_ok(plan.split_full, rows_per_chunk / 3, ch.row_vecs, instructions::kStreamPartials) ||
+        !instructions::fold_stream_split_ok(plan.split_last, ch.last_rows / 3, ch.row_vecs, instructions::kStreamPartials))
+      return;
+    slot.rows_per_chunk = static_cast<int32_t>(rows_per_chunk);
+    slot.stream_rc = AMK_DEVERR_NONE;
+    return;
+  }
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
       !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
@@ -344,6 +357,56 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 /// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
 /// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
 /// same value).
+/// The chunk loop of a streamed fold, for weights of dtype DT (run_fold_streamed).
+template <int DT>
+__device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, float scale,
+                                            const DeviceCtx& ctx, const RingView& ring,
+                                            float (*part)[instructions::kStreamPartials], int32_t* consumed,
+                                            StageHandoff* ring_free, const ChunkTrace& trace) {
+  const int32_t row_vecs = static_cast<int32_t>(plan.mm.K / instructions::kFoldEpv<DT>);
+  float* const s_act = ctx.s_work + plan.mm.K;  // beside x (fold_stream_chunk_bytes left the room)
+  instructions::FoldSums sums;
+#pragma unroll
+  for (int q = 0; q < static_cast<int>(instructions::kFoldVecsPerThread); ++q)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sums.v[q][e] = 0.0f;
+  for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
+    const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
+    const int32_t c = *consumed;
+    ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
+    if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
+    ring.wait(c);
+    if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
+    instructions::fold_stream_chunk<DT>(ring.slot(c), row_vecs, last ? plan.split_last : plan.split_full, scale,
+                                        ctx.s_work, s_act, part[c & 1], sums);
+    if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
+    *consumed = c + 1;
+    // Each thread's own reads of the slot are done (its down^T loads were its last): release them,
+    // except thread 0 on the task's last chunk (free_after_release, as in run_streamed).
+    if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
+  }
+  instructions::fold_add_sums<DT>(static_cast<float*>(plan.mm.y.ptr), row_vecs, sums);
+}
+
+/// run_streamed for a RMSNORM_MLP_FOLD task (plan.fold; instructions/mlp_fold_stream.cuh): stage
+/// rmsnorm(x) * norm_w, consume the chunks of triples, then add the task's sums into the output.
+/// Not inlined, and called from one place: its registers (the sums live across the chunks) stay
+/// out of the kernel's body.
+__device__ __noinline__ int32_t run_fold_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk,
+                                                  const DeviceCtx& ctx, const RingView& ring,
+                                                  float (*part)[instructions::kStreamPartials], int32_t* consumed,
+                                                  StageHandoff* ring_free, const ChunkTrace& trace) {
+  const float scale = instructions::gemv_stream_begin(plan, ctx);
+  const int32_t wdt = plan.mm.w.dtype;
+  if (wdt == AMK_DTYPE_BF16)
+    fold_chunks<AMK_DTYPE_BF16>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
+  else if (wdt == AMK_DTYPE_F16)
+    fold_chunks<AMK_DTYPE_F16>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
+  else
+    fold_chunks<AMK_DTYPE_F32>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
+  return AMK_DEVERR_NONE;
+}
+
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
                                 int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
@@ -638,9 +701,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         if (threadIdx.x == 0) check_streamed(args, slot);
         instructions::compute_barrier();
 #endif  // AMK_CHECK_STREAM_AT_RUN
-        rc = slot.stream_rc != AMK_DEVERR_NONE
-                 ? slot.stream_rc
-                 : run_streamed(slot.args<instructions::GemvPlan>(), slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
+        const instructions::GemvPlan& plan = slot.args<instructions::GemvPlan>();
+        rc = slot.stream_rc != AMK_DEVERR_NONE ? slot.stream_rc
+             : plan.fold ? run_fold_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace)
+                         : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
         if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
       } else
 #endif  // AMK_HAVE_BULK_COPY

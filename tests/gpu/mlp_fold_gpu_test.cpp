@@ -1,0 +1,149 @@
+// tests/gpu/mlp_fold_gpu_test.cpp: the MLP fold (docs/FOLD.md) on the CUDA VM. The tiny Llama
+// lowered with the fold reproduces Hugging Face transformers on the weight stream's fold (sm_90)
+// and on the plain path (AMK_RING=0), in fp32 and bf16; two runs agree to fp32 rounding (their
+// atomic adds may land in another order) and on every token.
+#ifdef AMK_GPU_TESTS
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "gpu_harness.h"
+#include "loader/loader.h"
+#include "schedule/decode_preset.h"
+#include "schedule/fusion.h"
+#include "schedule/lower.h"
+#include "schedule/model_config.h"
+#include "schedule/schedule_config.h"
+#include "targets/registry.h"
+#include "vm/cuda/cuda_executor.h"
+#include "vm/golden_fixture.h"
+#include "vm/session.h"
+
+using namespace amk;
+
+namespace {
+
+/// The gpu-decode preset with the fold, lowered for this device's SMs.
+ir::Program lower_fold(ir::DType dtype, std::optional<ir::DType> weight_dtype) {
+  auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
+  REQUIRE(model.is_ok());
+  schedule::DecodePreset preset;
+  preset.mlp_fold = true;
+  auto cfg = schedule::schedule_config_from_json_text(
+      schedule::decode_preset_json(*model, gputest::device_sm_count(), 256, preset), "gpu-decode preset with the fold");
+  INFO(cfg.status().message());
+  REQUIRE(cfg.is_ok());
+  schedule::LowerOptions lo;
+  lo.max_seq = 256;
+  lo.dtype = dtype;
+  lo.weight_dtype = weight_dtype;
+  auto p = schedule::lower(*model, *cfg, *targets::target_find("h100"), lo);
+  INFO(p.status().message());
+  REQUIRE(p.is_ok());
+  return std::move(*p);
+}
+
+std::unique_ptr<Session> open_cuda(const ir::Program& p) {
+  SessionOptions o;
+  o.weights_path = testing::fixture_dir() + "model.safetensors";
+  o.backend = Backend::Cuda;
+  auto s = Session::create(p, o);
+  INFO(s.status().message());
+  REQUIRE(s.is_ok());
+  return std::move(*s);
+}
+
+/// Prompt logits of every position, then the greedy continuation to `n` tokens.
+void run_golden(Session& s, const testing::Golden& g, std::vector<std::vector<float>>& logits, std::vector<int32_t>& tokens,
+                size_t n) {
+  int32_t next = -1;
+  for (int32_t t : g.prompt) {
+    auto r = s.step(t);
+    REQUIRE(r.is_ok());
+    logits.push_back(r->logits);
+    next = r->token;
+  }
+  tokens = {next};
+  while (tokens.size() < n) {
+    auto r = s.step(tokens.back());
+    REQUIRE(r.is_ok());
+    tokens.push_back(r->token);
+  }
+}
+
+/// Sets an environment variable for one scope.
+struct ScopedEnv {
+  const char* name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name); }
+};
+
+}  // namespace
+
+TEST_CASE("gpu fold: the tiny llama with the MLP fold matches transformers (fp32 and bf16), streamed and plain", "[gpu]") {
+  gputest::require_gpu();
+  const testing::Golden g = testing::load_golden();
+  for (const bool ring : {true, false}) {
+    std::unique_ptr<ScopedEnv> no_ring = ring ? nullptr : std::make_unique<ScopedEnv>("AMK_RING", "0");
+    INFO((ring ? "weight stream" : "AMK_RING=0: the plain fold"));
+    {
+      const ir::Program p = lower_fold(ir::DType::F32, ir::DType::BF16);
+      if (ring && gputest::device_sm_major() >= 9) {
+        // Every fold task rides the ring (fold_stream_chunk_bytes admits the tiny shapes).
+        loader::LoadOptions lo;
+        lo.weights_path = testing::fixture_dir() + "model.safetensors";
+        auto image = loader::load_program(p, lo);
+        REQUIRE(image.is_ok());
+        auto ex = vm::make_cuda_executor(**image);
+        REQUIRE(ex.is_ok());
+        const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+        REQUIRE(rep != nullptr);
+        INFO(rep->summary());
+        const auto folds = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
+          return t.params.get_string("recipe") == std::string("RMSNORM_MLP_FOLD");
+        });
+        const auto gemvs = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
+          return t.op == ir::Opcode::GemvTile ||
+                 (t.op == ir::Opcode::Fused && t.params.get_string("recipe")->find("GEMV") != std::string::npos);
+        });
+        CHECK(folds > 0);
+        CHECK(rep->streamed_tasks == folds + gemvs);
+      }
+      auto s = open_cuda(p);
+      CHECK_FALSE(s->bit_reproducible());
+      std::vector<std::vector<float>> logits;
+      std::vector<int32_t> tokens;
+      run_golden(*s, g, logits, tokens, g.tokens_f32.size());
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const double err = testing::relative_error(logits[i], &g.logits_f32[i * static_cast<size_t>(g.vocab)], g.vocab);
+        INFO("fp32, prompt position " << i << " relative error " << err);
+        CHECK(err <= 1e-4);
+      }
+      CHECK(tokens == g.tokens_f32);
+      // A second session: the adds may land in another order, so the logits agree to fp32
+      // rounding, not bit for bit, and the tokens exactly.
+      auto again = open_cuda(p);
+      std::vector<std::vector<float>> logits2;
+      std::vector<int32_t> tokens2;
+      run_golden(*again, g, logits2, tokens2, g.tokens_f32.size());
+      CHECK(tokens2 == tokens);
+      for (size_t i = 0; i < logits.size(); ++i) CHECK(testing::relative_error(logits2[i], logits[i].data(), logits[i].size()) <= 1e-5);
+    }
+    {
+      const ir::Program p = lower_fold(ir::DType::BF16, std::nullopt);
+      auto s = open_cuda(p);
+      std::vector<std::vector<float>> logits;
+      std::vector<int32_t> tokens;
+      run_golden(*s, g, logits, tokens, g.tokens_bf16.size());
+      for (size_t i = 0; i < logits.size(); ++i) {
+        const double err = testing::relative_error(logits[i], &g.logits_bf16[i * static_cast<size_t>(g.vocab)], g.vocab);
+        INFO("bf16, prompt position " << i << " relative error " << err);
+        CHECK(err <= 2e-2);
+      }
+      CHECK(tokens == g.tokens_bf16);
+    }
+  }
+}
+
+#endif  // AMK_GPU_TESTS
