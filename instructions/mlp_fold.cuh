@@ -12,7 +12,9 @@
 namespace amk::instructions {
 
 /// RMSNORM_MLP_FOLD, whole block. BAD_PARAMS when x and the tile's activations do not fit the
-/// work area (K + N_tile floats).
+/// work area (K + N_tile floats; the CUDA executor sizes it so where shared memory allows). A
+/// version that took the tile in blocks of 32 columns needed less, but moved ptxas's allocation
+/// of the persistent kernel (spill stores 60 -> 144 B), which every task would have paid for.
 AMK_DEVICE_NOINLINE int32_t mlp_fold_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   MlpFoldArgs* const s_args = shared_args<MlpFoldArgs>();  // decoded once per block (decode_once)
   AMK_TRY_DEV(decode_once(s_args, ctx, [&](MlpFoldArgs* out) { return decode_mlp_fold(p, inst, out); }));

@@ -272,6 +272,13 @@ class CudaExecutor final : public Executor {
       const amk_instruction_t& in = prog.instructions[t];
       if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE || in.op == AMK_OP_FUSED)
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)), 8));
+      // The fold keeps activations beside x: a chunk's (kFoldMaxTriples) on the weight stream, the
+      // whole tile's (N_tile) on the plain path (mlp_fold_run).
+      if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeMlpFold)
+        want = std::max<int64_t>(
+            want, align_up(static_cast<size_t>(std::max(in.params.K, 0)) +
+                               static_cast<size_t>(std::max<int64_t>(instructions::kFoldMaxTriples, in.params.N_tile)),
+                           8));
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
@@ -419,6 +426,7 @@ class CudaExecutor final : public Executor {
     if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) return false;
     instructions::GemvPlan plan;
     if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) return false;
+    if (plan.fold && !gpuvm::kernel_streams_folds()) return false;  // -DAMK_FOLD_STREAM builds only
     // The fold's chunks hold whole triples; one that does not ride the ring runs mlp_fold_run.
     const int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
                                                                              instructions::kComputeThreads)
@@ -465,6 +473,7 @@ class CudaExecutor final : public Executor {
     args_.queue_insts = nullptr;
     args_.blobs = nullptr;
     report_.streamed_tasks = 0;
+    report_.fold_streams = gpuvm::kernel_streams_folds();
     amk_program_t view = image_.view();
     view.buffers = const_cast<amk_buffer_t*>(device_buffers.data());
     view.step = nullptr;  // step-dependent operands are bound on the device (bind_*_step)
@@ -753,7 +762,8 @@ std::string GpuKernelReport::summary() const {
     << ", poll gate " << poll_gate << (queue_bounds_in_args ? ", queue bounds in the launch" : "")
     << ", prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
-    << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s), " << task_blob_bytes
+    << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s)"
+    << (fold_streams ? " (MLP folds included)" : "") << ", " << task_blob_bytes
     << " B host-decoded operands per task";
   return o.str();
 }

@@ -175,6 +175,18 @@ __device__ void prefetch_weights(const amk_program_t& p, const amk_instruction_t
   if (bytes > 0) gpu::prefetch_l2(ptr, bytes, t, n);
 }
 
+// -DAMK_FOLD_STREAM: RMSNORM_MLP_FOLD tasks ride the weight stream (run_fold_streamed). Off by
+// default: its call from the kernel loop, a call site of its own, moved ptxas's allocation of the
+// whole kernel (spill stores 60 -> 112 B) and made every other task slower (H200: 1B +3.5%, 8B
+// +2.7%, docs/PERFORMANCE.md row 138). Without it the host keeps folds off the ring, and they run
+// mlp_fold_run.
+#if defined(AMK_FOLD_STREAM) && !defined(AMK_USE_HIP)  // host and device passes alike
+#define AMK_FOLD_STREAM_ON 1
+inline constexpr bool kFoldStream = true;
+#else
+inline constexpr bool kFoldStream = false;
+#endif  // AMK_FOLD_STREAM
+
 #if AMK_HAVE_BULK_COPY
 /// The ring in dynamic shared memory, the same in every thread. Chunks are numbered in stream
 /// order; chunk n lives in slot n % slots and completes phase n / slots of that slot's mbarrier.
@@ -301,6 +313,7 @@ struct StreamProducer {
   }
 };
 
+
 #ifdef AMK_EAGER_RING_FREE
 inline constexpr bool kDeferLastRingFree = false;
 #else
@@ -333,7 +346,12 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   const instructions::StreamChunking ch =
       instructions::gemv_stream_chunking(row_bytes, plan.mm.n_end - plan.mm.n_begin, e.chunk_bytes);
   const int64_t rows_per_chunk = ch.rows_per_chunk;
-  if (plan.fold) {  // whole triples, the activations beside x, every output vector in registers
+  // A fold (streamed only where kFoldStream): whole triples, the activations beside x, every
+  // output vector in registers.
+#ifndef AMK_FOLD_STREAM_ON
+  if (plan.fold) return;
+#else
+  if (plan.fold) {
     if (rows_per_chunk <= 0 || rows_per_chunk % 3 != 0 || ch.last_rows % 3 != 0 ||
         plan.mm.K + instructions::kFoldMaxTriples > cap ||
         ch.row_vecs > instructions::kFoldVecsPerThread * instructions::kComputeThreads ||
@@ -345,6 +363,7 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
     slot.stream_rc = AMK_DEVERR_NONE;
     return;
   }
+#endif  // AMK_FOLD_STREAM_ON
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
       !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
@@ -357,6 +376,7 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 /// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
 /// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
 /// same value).
+#ifdef AMK_FOLD_STREAM_ON
 /// The chunk loop of a streamed fold, for weights of dtype DT (run_fold_streamed).
 template <int DT>
 __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, float scale,
@@ -406,6 +426,7 @@ __device__ __noinline__ int32_t run_fold_streamed(const instructions::GemvPlan& 
     fold_chunks<AMK_DTYPE_F32>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
   return AMK_DEVERR_NONE;
 }
+#endif  // AMK_FOLD_STREAM_ON
 
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
@@ -702,9 +723,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         instructions::compute_barrier();
 #endif  // AMK_CHECK_STREAM_AT_RUN
         const instructions::GemvPlan& plan = slot.args<instructions::GemvPlan>();
+#ifdef AMK_FOLD_STREAM_ON
         rc = slot.stream_rc != AMK_DEVERR_NONE ? slot.stream_rc
              : plan.fold ? run_fold_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace)
                          : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
+#else
+        rc = slot.stream_rc != AMK_DEVERR_NONE ? slot.stream_rc
+                                               : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
+#endif  // AMK_FOLD_STREAM_ON
         if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
       } else
 #endif  // AMK_HAVE_BULK_COPY
@@ -759,6 +785,8 @@ Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {
 #endif  // AMK_USE_HIP
   return Status::ok();
 }
+
+bool kernel_streams_folds() { return kFoldStream; }
 
 Status kernel_resources(size_t dyn_smem, KernelResources* out) {
   int dev = 0;

@@ -110,6 +110,10 @@ struct KernelResources {
 /// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
 Status kernel_resources(size_t dyn_smem, KernelResources* out);
 
+/// Whether this build's kernel runs RMSNORM_MLP_FOLD tasks on the weight stream (-DAMK_FOLD_STREAM;
+/// without it the executor leaves them off the ring and they run the plain fold).
+bool kernel_streams_folds();
+
 /// Cooperative launch of `workers` blocks on `stream`.
 Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::Stream stream);
 
