@@ -31,6 +31,17 @@ struct StreamSplit {
   int32_t seg_vecs = 0;  ///< vectors per segment, a multiple of the warp width (the last may be shorter)
 };
 
+/// The segments of a split whose sp.groups row groups are set: as many items (groups x segments)
+/// as there are warps where the row allows it, segments of whole warp widths, none empty.
+AMK_HD void stream_split_segments(int64_t row_vecs, int32_t warps, int32_t lanes, StreamSplit& sp) {
+  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
+  int64_t nseg = sp.groups >= warps ? 1 : warps / sp.groups;
+  if (nseg > blocks) nseg = blocks;
+  const int64_t seg_blocks = (blocks + nseg - 1) / nseg;
+  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
+  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+}
+
 /// The split of a chunk of `rows` rows of `row_vecs` vectors over `warps` warps of `lanes` lanes:
 /// as many items as there are warps where the rows allow it, never an empty segment.
 AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes) {
@@ -39,12 +50,7 @@ AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t war
   sp.rows = static_cast<int32_t>(rows);
   sp.r = sp.rows < kStreamRowsPerItem ? sp.rows : kStreamRowsPerItem;
   sp.groups = (sp.rows + sp.r - 1) / sp.r;
-  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
-  int64_t nseg = sp.groups >= warps ? 1 : warps / sp.groups;
-  if (nseg > blocks) nseg = blocks;
-  const int64_t seg_blocks = (blocks + nseg - 1) / nseg;
-  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
-  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+  stream_split_segments(row_vecs, warps, lanes, sp);
   return sp;
 }
 
@@ -226,12 +232,7 @@ AMK_HD StreamSplit fold_stream_split(int64_t triples, int64_t row_vecs, int32_t 
   sp.rows = static_cast<int32_t>(triples);
   sp.r = 1;
   sp.groups = sp.rows;
-  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
-  int64_t nseg = sp.groups >= warps ? 1 : warps / sp.groups;
-  if (nseg > blocks) nseg = blocks;
-  const int64_t seg_blocks = (blocks + nseg - 1) / nseg;
-  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
-  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+  stream_split_segments(row_vecs, warps, lanes, sp);
   return sp;
 }
 

@@ -98,3 +98,26 @@ TEST_CASE("stream chunking: the 32-bit path and the 64-bit one agree at their bo
   CHECK(c.rows_per_chunk == (int64_t{1} << 27) - 1);
   CHECK(c.last_rows == 7);
 }
+
+TEST_CASE("stream split: the fold's splits of triples are what its device check accepts", "[instructions][fold]") {
+  using amk::instructions::fold_stream_split;
+  using amk::instructions::fold_stream_split_ok;
+  using amk::instructions::kFoldMaxTriples;
+  for (const auto& [warps, lanes] : {std::pair<int32_t, int32_t>{11, 32}, {15, 32}, {8, 64}}) {
+    for (int64_t row_vecs : {4, 32, 256, 512, 700}) {
+      for (int64_t triples = 1; triples <= kFoldMaxTriples; ++triples) {
+        INFO("warps " << warps << " row_vecs " << row_vecs << " triples " << triples);
+        const StreamSplit sp = fold_stream_split(triples, row_vecs, warps, lanes);
+        REQUIRE(fold_stream_split_ok(sp, triples, row_vecs, kPartials));
+        CHECK(sp.r == 1);
+        CHECK(sp.seg_vecs % lanes == 0);
+        CHECK(static_cast<int64_t>(sp.nseg - 1) * sp.seg_vecs < row_vecs);  // no empty segment
+        CHECK(static_cast<int64_t>(sp.groups) * sp.nseg <= std::max<int64_t>(triples, warps));
+      }
+    }
+  }
+  // Out of range: no split, and the check refuses a split for another count.
+  CHECK(fold_stream_split(kFoldMaxTriples + 1, 256, 11, 32).rows == 0);
+  CHECK(fold_stream_split(0, 256, 11, 32).rows == 0);
+  CHECK_FALSE(fold_stream_split_ok(fold_stream_split(4, 256, 11, 32), 5, 256, kPartials));
+}

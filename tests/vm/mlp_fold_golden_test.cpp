@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "golden_fixture.h"
+#include "golden_session.h"
 #include "schedule/fusion.h"
 #include "schedule/lower.h"
 #include "schedule/model_config.h"
@@ -37,20 +37,7 @@ TEST_CASE("session: the tiny llama with the MLP fold matches transformers (fp32 
   auto session = Session::create(*program, o);
   INFO(session.status().message());
   REQUIRE(session.is_ok());
-  int32_t next = -1;
-  for (size_t i = 0; i < g.prompt.size(); ++i) {
-    auto r = (*session)->step(g.prompt[i]);
-    REQUIRE(r.is_ok());
-    const double err = testing::relative_error(r->logits, &g.logits_f32[i * static_cast<size_t>(g.vocab)], g.vocab);
-    INFO("prompt position " << i << " relative error " << err);
-    CHECK(err <= 1e-4);
-    next = r->token;
-  }
-  std::vector<int32_t> generated{next};
-  while (generated.size() < g.tokens_f32.size()) {
-    auto r = (*session)->step(generated.back());
-    REQUIRE(r.is_ok());
-    generated.push_back(r->token);
-  }
-  CHECK(generated == g.tokens_f32);
+  CHECK_FALSE((*session)->bit_reproducible());
+  const int32_t next = testing::check_prompt(**session, g, g.logits_f32, 1e-4);
+  CHECK(testing::continue_greedy(**session, next, g.tokens_f32.size()) == g.tokens_f32);
 }

@@ -3,7 +3,7 @@
 // logits within 1e-4 relative error (fp32 activations) and the 32 greedy tokens exactly.
 #include <catch2/catch.hpp>
 
-#include "golden_fixture.h"
+#include "golden_session.h"
 #include "vm/session.h"
 
 using namespace amk;
@@ -28,23 +28,9 @@ TEST_CASE("session: tiny llama matches transformers logits (fp32) and 32 greedy 
   REQUIRE(g.logits_f32.size() == g.prompt.size() * static_cast<size_t>(g.vocab));
   auto session = open_example(2);
   REQUIRE(session->vocab_size() == g.vocab);
-  int32_t next = -1;
-  for (size_t i = 0; i < g.prompt.size(); ++i) {
-    auto r = session->step(g.prompt[i]);
-    REQUIRE(r.is_ok());
-    REQUIRE(r->logits.size() == static_cast<size_t>(g.vocab));
-    const double err = testing::relative_error(r->logits, &g.logits_f32[i * static_cast<size_t>(g.vocab)], g.vocab);
-    INFO("prompt position " << i << " relative error " << err);
-    CHECK(err <= 1e-4);
-    next = r->token;
-  }
-  std::vector<int32_t> generated{next};
-  while (generated.size() < g.tokens_f32.size()) {
-    auto r = session->step(generated.back());
-    REQUIRE(r.is_ok());
-    generated.push_back(r->token);
-  }
-  CHECK(generated == g.tokens_f32);
+  CHECK(session->bit_reproducible());  // no ACCUMULATE task
+  const int32_t next = testing::check_prompt(*session, g, g.logits_f32, 1e-4);
+  CHECK(testing::continue_greedy(*session, next, g.tokens_f32.size()) == g.tokens_f32);
 }
 
 TEST_CASE("session: generate, reset and worker count give the same tokens", "[vm][golden]") {
