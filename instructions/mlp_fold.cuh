@@ -11,11 +11,24 @@
 
 namespace amk::instructions {
 
+#ifdef AMK_FOLD_STREAM_LINK
+/// A fold whose weights ride the kernel's weight stream (its blob is the GemvPlan the host
+/// decoded for it): defined by the translation unit that defines AMK_FOLD_STREAM_LINK
+/// (vm/cuda/persistent_kernel.cu), which owns the ring and finds it, and the task's place on it,
+/// from ctx's shared-memory pointers. Reached through fused_run's call: a call site of its own
+/// in the kernel loop, or ring fields in DeviceCtx, moved ptxas's allocation of the whole kernel
+/// (docs/PERFORMANCE.md rows 138-139).
+__device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx);  // CUDA only, one definition
+#endif  // AMK_FOLD_STREAM_LINK
+
 /// RMSNORM_MLP_FOLD, whole block. BAD_PARAMS when x and the tile's activations do not fit the
 /// work area (K + N_tile floats; the CUDA executor sizes it so where shared memory allows). A
 /// version that took the tile in blocks of 32 columns needed less, but moved ptxas's allocation
 /// of the persistent kernel (spill stores 60 -> 144 B), which every task would have paid for.
 AMK_DEVICE_NOINLINE int32_t mlp_fold_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
+#ifdef AMK_FOLD_STREAM_LINK
+  if (ctx.blob != nullptr && ctx.blob->tag == TaskBlobTag<GemvPlan>::value) return mlp_fold_streamed(ctx);
+#endif  // AMK_FOLD_STREAM_LINK
   MlpFoldArgs* const s_args = shared_args<MlpFoldArgs>();  // decoded once per block (decode_once)
   AMK_TRY_DEV(decode_once(s_args, ctx, [&](MlpFoldArgs* out) { return decode_mlp_fold(p, inst, out); }));
   const MlpFoldArgs& a = *s_args;

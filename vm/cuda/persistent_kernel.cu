@@ -37,6 +37,13 @@
 // an L2 prefetch (args.prefetch_depth > 0) issued by the loader when it stages them, if the ring is off.
 #include "vm/cuda/persistent_kernel.h"
 
+// -DAMK_FOLD_STREAM: RMSNORM_MLP_FOLD tasks ride the weight stream (mlp_fold_streamed, below).
+// Defined before the micro-kernels are included: fused_run hands a streamed fold to
+// mlp_fold_streamed, which finds the ring and the task's chunks from the kernel's shared state.
+#if defined(AMK_FOLD_STREAM) && !defined(AMK_USE_HIP)  // host and device passes alike
+#define AMK_FOLD_STREAM_LINK 1
+#endif  // AMK_FOLD_STREAM
+
 #include "instructions/device_dispatch.cuh"
 #include "instructions/gemv_stream.cuh"
 #include "instructions/mlp_fold_stream.cuh"
@@ -61,6 +68,12 @@ struct TaskSlot {
   /// 0 or the error code the compute warps report, and its rows per chunk.
   int32_t stream_rc;
   int32_t rows_per_chunk;
+#ifdef AMK_FOLD_STREAM_LINK
+  /// A fold on the weight stream (check_streamed): its chunks, which the compute warps count
+  /// consumed before device_execute runs it; 0 for every other task.
+  int32_t fold_chunks;
+  int32_t first_chunk;  ///< a streamed task: the number of its first chunk on the ring (the loader's count)
+#endif  // AMK_FOLD_STREAM_LINK
   /// Its host-decoded operands (instructions/task_blob.h).
   alignas(16) unsigned char blob[instructions::kTaskBlobBytes];
 
@@ -70,6 +83,34 @@ struct TaskSlot {
   __device__ Args& args() {
     return *reinterpret_cast<Args*>(blob + sizeof(instructions::TaskBlobHeader));
   }
+};
+
+#if AMK_HAVE_BULK_COPY
+/// The ring in dynamic shared memory, the same in every thread. Chunks are numbered in stream
+/// order; chunk n lives in slot n % slots and completes phase n / slots of that slot's mbarrier.
+struct RingView {
+  char* base;
+  uint64_t* bars;
+  int32_t slots, slot_bytes;
+
+  __device__ char* slot(int32_t n) const { return base + static_cast<int64_t>(n % slots) * slot_bytes; }
+  __device__ uint64_t* bar(int32_t n) const { return &bars[n % slots]; }
+  /// Every calling thread: wait until chunk n has landed (its bytes are then visible to it).
+  __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
+};
+#endif  // AMK_HAVE_BULK_COPY
+
+/// One worker's chunk records in a traced launch (vm/trace.h), indexed by chunk number.
+struct ChunkTrace {
+  ChunkTiming* base;  ///< nullptr: not traced
+  int32_t cap;
+
+  __device__ static ChunkTrace of(const KernelArgs& args, int worker) {
+    if (args.chunk_trace == nullptr || args.chunk_trace_per_worker <= 0) return ChunkTrace{nullptr, 0};
+    return ChunkTrace{args.chunk_trace + static_cast<int64_t>(worker) * args.chunk_trace_per_worker,
+                      args.chunk_trace_per_worker};
+  }
+  __device__ ChunkTiming* at(int32_t n) const { return base != nullptr && n < cap ? &base[n] : nullptr; }
 };
 
 /// Shared state of one worker block.
@@ -87,6 +128,10 @@ struct SharedState {
   StageHandoff ring_free[kMaxRingSlots];  ///< compute -> loader: the ring slot's chunk was consumed
   uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot, completed by its bulk copy
   float part[2][instructions::kStreamPartials];  ///< gemv_stream_chunk's partial sums, two buffers
+#ifdef AMK_FOLD_STREAM_LINK
+  RingView fold_ring;       ///< the ring and the chunk records, for mlp_fold_streamed (DeviceCtx::fold_link)
+  ChunkTrace fold_trace;
+#endif  // AMK_FOLD_STREAM_LINK
 #endif  // AMK_HAVE_BULK_COPY
 };
 
@@ -127,6 +172,9 @@ __device__ void stage_task(const KernelArgs& args, int32_t qi, TaskSlot& slot, i
   if (t == 0) {
     if (args.blobs == nullptr) slot.header().tag = -1;  // decode on the device
     slot.entry = args.stream != nullptr ? args.stream[qi] : WeightStreamEntry{nullptr, 0, 0};
+#ifdef AMK_FOLD_STREAM_LINK
+    slot.fold_chunks = 0;
+#endif  // AMK_FOLD_STREAM_LINK
   }
 }
 
@@ -175,32 +223,13 @@ __device__ void prefetch_weights(const amk_program_t& p, const amk_instruction_t
   if (bytes > 0) gpu::prefetch_l2(ptr, bytes, t, n);
 }
 
-// -DAMK_FOLD_STREAM: RMSNORM_MLP_FOLD tasks ride the weight stream (run_fold_streamed). Off by
-// default: its call from the kernel loop, a call site of its own, moved ptxas's allocation of the
-// whole kernel (spill stores 60 -> 112 B) and made every other task slower (H200: 1B +3.5%, 8B
-// +2.7%, docs/PERFORMANCE.md row 138). Without it the host keeps folds off the ring, and they run
-// mlp_fold_run.
-#if defined(AMK_FOLD_STREAM) && !defined(AMK_USE_HIP)  // host and device passes alike
-#define AMK_FOLD_STREAM_ON 1
+#ifdef AMK_FOLD_STREAM_LINK
 inline constexpr bool kFoldStream = true;
 #else
 inline constexpr bool kFoldStream = false;
-#endif  // AMK_FOLD_STREAM
+#endif  // AMK_FOLD_STREAM_LINK
 
 #if AMK_HAVE_BULK_COPY
-/// The ring in dynamic shared memory, the same in every thread. Chunks are numbered in stream
-/// order; chunk n lives in slot n % slots and completes phase n / slots of that slot's mbarrier.
-struct RingView {
-  char* base;
-  uint64_t* bars;
-  int32_t slots, slot_bytes;
-
-  __device__ char* slot(int32_t n) const { return base + static_cast<int64_t>(n % slots) * slot_bytes; }
-  __device__ uint64_t* bar(int32_t n) const { return &bars[n % slots]; }
-  /// Every calling thread: wait until chunk n has landed (its bytes are then visible to it).
-  __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
-};
-
 /// Whether this launch streams weights through the ring.
 __device__ bool streams(const KernelArgs& args) {
   return args.ring_slots > 0 && args.stream != nullptr && args.blobs != nullptr;
@@ -251,18 +280,6 @@ struct StreamCursor {
   }
 };
 
-/// One worker's chunk records in a traced launch (vm/trace.h), indexed by chunk number.
-struct ChunkTrace {
-  ChunkTiming* base;  ///< nullptr: not traced
-  int32_t cap;
-
-  __device__ static ChunkTrace of(const KernelArgs& args, int worker) {
-    if (args.chunk_trace == nullptr || args.chunk_trace_per_worker <= 0) return ChunkTrace{nullptr, 0};
-    return ChunkTrace{args.chunk_trace + static_cast<int64_t>(worker) * args.chunk_trace_per_worker,
-                      args.chunk_trace_per_worker};
-  }
-  __device__ ChunkTiming* at(int32_t n) const { return base != nullptr && n < cap ? &base[n] : nullptr; }
-};
 
 /// The weight stream's producer, one loader thread: walks the table of this worker's queue slots
 /// and issues their chunks in order into the ring.
@@ -348,7 +365,7 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   const int64_t rows_per_chunk = ch.rows_per_chunk;
   // A fold (streamed only where kFoldStream): whole triples, the activations beside x, every
   // output vector in registers.
-#ifndef AMK_FOLD_STREAM_ON
+#ifndef AMK_FOLD_STREAM_LINK
   if (plan.fold) return;
 #else
   if (plan.fold) {
@@ -359,11 +376,15 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
         !instructions::fold_stream_split_ok(plan.split_full, rows_per_chunk / 3, ch.row_vecs, instructions::kStreamPartials) ||
         !instructions::fold_stream_split_ok(plan.split_last, ch.last_rows / 3, ch.row_vecs, instructions::kStreamPartials))
       return;
+    // The compute warps run it through device_execute (mlp_fold_streamed), as a task that does
+    // not stream, and count its chunks consumed before they run it.
     slot.rows_per_chunk = static_cast<int32_t>(rows_per_chunk);
+    slot.fold_chunks = static_cast<int32_t>((plan.mm.n_end - plan.mm.n_begin + rows_per_chunk - 1) / rows_per_chunk);
+    slot.entry.bytes = 0;
     slot.stream_rc = AMK_DEVERR_NONE;
     return;
   }
-#endif  // AMK_FOLD_STREAM_ON
+#endif  // AMK_FOLD_STREAM_LINK
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
       !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
@@ -376,12 +397,13 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 /// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
 /// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
 /// same value).
-#ifdef AMK_FOLD_STREAM_ON
-/// The chunk loop of a streamed fold, for weights of dtype DT (run_fold_streamed).
+#ifdef AMK_FOLD_STREAM_LINK
+/// The chunk loop of a streamed fold from chunk `first` on, for weights of dtype DT
+/// (mlp_fold_streamed).
 template <int DT>
 __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, float scale,
                                             const DeviceCtx& ctx, const RingView& ring,
-                                            float (*part)[instructions::kStreamPartials], int32_t* consumed,
+                                            float (*part)[instructions::kStreamPartials], int32_t first,
                                             StageHandoff* ring_free, const ChunkTrace& trace) {
   const int32_t row_vecs = static_cast<int32_t>(plan.mm.K / instructions::kFoldEpv<DT>);
   float* const s_act = ctx.s_work + plan.mm.K;  // beside x (fold_stream_chunk_bytes left the room)
@@ -392,7 +414,7 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
     for (int e = 0; e < 8; ++e) sums.v[q][e] = 0.0f;
   for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
     const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
-    const int32_t c = *consumed;
+    const int32_t c = first++;
     ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
     if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
     ring.wait(c);
@@ -400,33 +422,15 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
     instructions::fold_stream_chunk<DT>(ring.slot(c), row_vecs, last ? plan.split_last : plan.split_full, scale,
                                         ctx.s_work, s_act, part[c & 1], sums);
     if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
-    *consumed = c + 1;
     // Each thread's own reads of the slot are done (its down^T loads were its last): release them,
-    // except thread 0 on the task's last chunk (free_after_release, as in run_streamed).
+    // except thread 0 on the task's last chunk (the kernel loop's free_after_release, as for
+    // run_streamed: eagerly, a refill's bulk copy in flight held up the release).
     if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
   }
   instructions::fold_add_sums<DT>(static_cast<float*>(plan.mm.y.ptr), row_vecs, sums);
 }
 
-/// run_streamed for a RMSNORM_MLP_FOLD task (plan.fold; instructions/mlp_fold_stream.cuh): stage
-/// rmsnorm(x) * norm_w, consume the chunks of triples, then add the task's sums into the output.
-/// Not inlined, and called from one place: its registers (the sums live across the chunks) stay
-/// out of the kernel's body.
-__device__ __noinline__ int32_t run_fold_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk,
-                                                  const DeviceCtx& ctx, const RingView& ring,
-                                                  float (*part)[instructions::kStreamPartials], int32_t* consumed,
-                                                  StageHandoff* ring_free, const ChunkTrace& trace) {
-  const float scale = instructions::gemv_stream_begin(plan, ctx);
-  const int32_t wdt = plan.mm.w.dtype;
-  if (wdt == AMK_DTYPE_BF16)
-    fold_chunks<AMK_DTYPE_BF16>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
-  else if (wdt == AMK_DTYPE_F16)
-    fold_chunks<AMK_DTYPE_F16>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
-  else
-    fold_chunks<AMK_DTYPE_F32>(plan, rows_per_chunk, scale, ctx, ring, part, consumed, ring_free, trace);
-  return AMK_DEVERR_NONE;
-}
-#endif  // AMK_FOLD_STREAM_ON
+#endif  // AMK_FOLD_STREAM_LINK
 
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
@@ -503,6 +507,7 @@ struct Loader {
   uint32_t polls = 0;      ///< polls of task `ready`'s counters so far
   long long next_poll = 0; ///< clock64() before which the counters are not polled again
   bool stopping = false;   ///< a nonzero stop was published: stage and poll nothing more
+  uint32_t chunks_staged = 0;  ///< chunks of the stream table's entries staged so far (AMK_FOLD_STREAM_LINK)
 #if AMK_HAVE_BULK_COPY
   bool streaming = false;
   StreamProducer producer;
@@ -617,7 +622,14 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
     gpu::warp_sync();  // the slot's words, written by every lane, before any lane reads them
     if (lane == 0) {  // published with the task
 #if AMK_HAVE_BULK_COPY && !defined(AMK_CHECK_STREAM_AT_RUN)
-      if (slot.entry.bytes > 0) check_streamed(args, slot);
+      if (slot.entry.bytes > 0) {
+#ifdef AMK_FOLD_STREAM_LINK
+        // The producer's numbering of the chunks (StreamCursor): a fold finds its own from this.
+        slot.first_chunk = static_cast<int32_t>(ld.chunks_staged);
+        if (slot.entry.chunk_bytes > 0) ld.chunks_staged += (slot.entry.bytes + slot.entry.chunk_bytes - 1) / slot.entry.chunk_bytes;
+#endif  // AMK_FOLD_STREAM_LINK
+        check_streamed(args, slot);
+      }
 #endif  // AMK_HAVE_BULK_COPY
       if constexpr (kPrebind) prebind_task(s.prog, slot);  // returns at once for a blob of another Args
     }
@@ -631,6 +643,51 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
 }
 
 }  // namespace
+}  // namespace AMK_GPU_VENDOR_NS
+}  // namespace amk::vm::gpuvm
+
+#ifdef AMK_FOLD_STREAM_LINK
+namespace amk::instructions {
+
+/// A RMSNORM_MLP_FOLD task on the weight stream (instructions/mlp_fold_stream.cuh): stage
+/// rmsnorm(x) * norm_w, consume the chunks of triples from slot.first_chunk on, then add the
+/// task's sums into the output. The kernel loop counted them consumed already
+/// (TaskSlot::fold_chunks) and frees the last one after the task's release.
+__device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx) {
+#if AMK_HAVE_BULK_COPY
+  using vm::gpuvm::SharedState;
+  using vm::gpuvm::TaskSlot;
+  // The kernel's DeviceCtx points into its SharedState (s_red) and at the running task's slot's
+  // blob, so both are found around those pointers.
+  const auto& s = *reinterpret_cast<const SharedState*>(reinterpret_cast<const unsigned char*>(ctx.s_red) -
+                                                        offsetof(SharedState, red));
+  const auto& slot = *reinterpret_cast<const TaskSlot*>(reinterpret_cast<const unsigned char*>(ctx.blob) -
+                                                        offsetof(TaskSlot, blob));
+  const auto& plan = *reinterpret_cast<const GemvPlan*>(reinterpret_cast<const unsigned char*>(ctx.blob) +
+                                                        sizeof(TaskBlobHeader));
+  auto* const ring_free = const_cast<vm::gpuvm::StageHandoff*>(s.ring_free);
+  auto* const part = const_cast<float(*)[kStreamPartials]>(s.part);
+  const float scale = gemv_stream_begin(plan, ctx);
+  const int64_t rows = slot.rows_per_chunk;
+  const int32_t wdt = plan.mm.w.dtype;
+  if (wdt == AMK_DTYPE_BF16)
+    vm::gpuvm::fold_chunks<AMK_DTYPE_BF16>(plan, rows, scale, ctx, s.fold_ring, part, slot.first_chunk, ring_free, s.fold_trace);
+  else if (wdt == AMK_DTYPE_F16)
+    vm::gpuvm::fold_chunks<AMK_DTYPE_F16>(plan, rows, scale, ctx, s.fold_ring, part, slot.first_chunk, ring_free, s.fold_trace);
+  else
+    vm::gpuvm::fold_chunks<AMK_DTYPE_F32>(plan, rows, scale, ctx, s.fold_ring, part, slot.first_chunk, ring_free, s.fold_trace);
+  return AMK_DEVERR_NONE;
+#else
+  (void)ctx;
+  return AMK_DEVERR_BAD_PARAMS;  // no ring on this architecture: the loader never admits a fold to it
+#endif  // AMK_HAVE_BULK_COPY
+}
+
+}  // namespace amk::instructions
+#endif  // AMK_FOLD_STREAM_LINK
+
+namespace amk::vm::gpuvm {
+inline namespace AMK_GPU_VENDOR_NS {
 
 /// The dynamic shared memory base rounded up to kDynSmemAlign (the host asked for the slack), so
 /// the work area and the ring sit where dyn_smem_layout says whatever the static part's size.
@@ -671,6 +728,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         s.ring_free[i].init(kComputeThreads);  // every compute thread releases its reads (run_streamed)
       }
     }
+#ifdef AMK_FOLD_STREAM_LINK
+    s.fold_ring = ring_view(args, s_dyn, s.ring_bar);
+    s.fold_trace = ChunkTrace::of(args, worker);
+#endif  // AMK_FOLD_STREAM_LINK
     gpu::mbarrier_init_fence();
 #endif  // AMK_HAVE_BULK_COPY
   }
@@ -716,25 +777,25 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_HAVE_BULK_COPY
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
+      const int32_t before = consumed;
       if (slot.entry.bytes > 0) {  // the host made this task's blob a GemvPlan (upload_task_blobs)
-        const int32_t before = consumed;
 #ifdef AMK_CHECK_STREAM_AT_RUN  // A/B: the compute warps check the task themselves, at its head
         if (threadIdx.x == 0) check_streamed(args, slot);
         instructions::compute_barrier();
 #endif  // AMK_CHECK_STREAM_AT_RUN
         const instructions::GemvPlan& plan = slot.args<instructions::GemvPlan>();
-#ifdef AMK_FOLD_STREAM_ON
-        rc = slot.stream_rc != AMK_DEVERR_NONE ? slot.stream_rc
-             : plan.fold ? run_fold_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace)
-                         : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
-#else
         rc = slot.stream_rc != AMK_DEVERR_NONE ? slot.stream_rc
                                                : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
-#endif  // AMK_FOLD_STREAM_ON
-        if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
-      } else
+      } else {
+#ifdef AMK_FOLD_STREAM_LINK
+        consumed += slot.fold_chunks;  // a fold on the weight stream (check_streamed)
+#endif  // AMK_FOLD_STREAM_LINK
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, slot.inst, ctx);
+#if AMK_HAVE_BULK_COPY
+      }
+      if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
+#endif  // AMK_HAVE_BULK_COPY
     }
     if (rc != 0) {  // uniform over the compute warps
       if (threadIdx.x == 0) {
