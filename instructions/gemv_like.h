@@ -103,7 +103,7 @@ struct GemvPlan {
   bool has_bias = false, has_residual = false, has_copy = false;
   /// When the task rides the GPU weight stream (set by the host with its chunk size; rows 0
   /// otherwise): the split of its full chunks and of its last chunk, which may be shorter.
-  /// For the fold, the splits count triples (fold_stream_split).
+  /// For the fold, both splits are for the most columns a chunk touches (fold_stream_split).
   StreamSplit split_full, split_last;
   /// RMSNORM_MLP_FOLD (docs/FOLD.md): mm is the stacked weight viewed as [3 I, K] rows, its tile
   /// rows [3 n_off, 3 (n_off + N_tile)), each triple gate, up, down^T; y is the F32 output the
@@ -217,37 +217,67 @@ AMK_HD int64_t gemv_stream_chunk_bytes(const MatmulArgs& mm, int64_t slot_bytes,
   return rows * row_bytes;
 }
 
-/// Most triples one chunk of a streamed fold holds (its activations sit beside x in the work area).
-inline constexpr int64_t kFoldMaxTriples = 32;
+/// Most columns (triples of gate, up and down^T rows) whose gate or up rows one chunk of a streamed
+/// fold holds: its partial sums live in shared memory (fold_stream_split_ok).
+inline constexpr int64_t kFoldMaxPieces = 32;
 /// Most 16-byte vectors per output row a streamed fold keeps in each compute thread's registers.
 inline constexpr int64_t kFoldVecsPerThread = 2;
 
-/// How the compute warps share out one fold chunk of `triples` triples (gate, up, down^T rows of
-/// `row_vecs` vectors): an item is one triple's gate and up rows times one segment of their
-/// vectors (r = 1, groups = triples); the down^T rows go by columns, every thread its own.
-AMK_HD StreamSplit fold_stream_split(int64_t triples, int64_t row_vecs, int32_t warps, int32_t lanes) {
+/// The columns whose gate or up rows lie in the fold chunk of task rows [r0, r1) (row 3j is
+/// column j's gate row, 3j + 1 its up row, 3j + 2 its down^T row): columns [*first, *first + n),
+/// n returned (0 for a chunk of one down row).
+AMK_HD int32_t fold_chunk_pieces(int32_t r0, int32_t r1, int32_t* first) {
+  *first = r0 / 3 + (r0 % 3 == 2 ? 1 : 0);
+  const int32_t last_row = r1 - 1;
+  // The last column touched: the last row's, unless that is a down row whose up row is before r0.
+  const int32_t last = last_row / 3 - (last_row % 3 == 2 && last_row - 1 < r0 ? 1 : 0);
+  return last >= *first ? last - *first + 1 : 0;
+}
+
+/// Most columns any chunk of `rows` consecutive task rows touches (fold_chunk_pieces over the
+/// three phases a chunk can start at).
+AMK_HD int32_t fold_chunk_pieces_max(int32_t rows) {
+  int32_t most = 0, first;
+  for (int32_t p = 0; p < 3; ++p) {
+    const int32_t n = fold_chunk_pieces(p, p + rows, &first);
+    most = n > most ? n : most;
+  }
+  return most;
+}
+
+/// How the compute warps share out a fold chunk that touches up to `pieces` columns (rows of
+/// `row_vecs` vectors): an item is one column's gate and up rows times one segment of their
+/// vectors (r = 1, groups = pieces); the down^T rows go by output vectors, every thread its own.
+AMK_HD StreamSplit fold_stream_split(int64_t pieces, int64_t row_vecs, int32_t warps, int32_t lanes) {
   StreamSplit sp;
-  if (triples <= 0 || triples > kFoldMaxTriples || row_vecs <= 0 || row_vecs > 0x7fffffff || warps <= 0 || lanes <= 0)
+  if (pieces <= 0 || pieces > kFoldMaxPieces || row_vecs <= 0 || row_vecs > 0x7fffffff || warps <= 0 || lanes <= 0)
     return sp;
-  sp.rows = static_cast<int32_t>(triples);
+  sp.rows = static_cast<int32_t>(pieces);
   sp.r = 1;
   sp.groups = sp.rows;
   stream_split_segments(row_vecs, warps, lanes, sp);
   return sp;
 }
 
-/// Whether fold chunks of `triples` triples can run with `sp` (the device's check of the host's split).
-AMK_HD bool fold_stream_split_ok(const StreamSplit& sp, int64_t triples, int64_t row_vecs, int64_t max_partials) {
-  return triples >= 1 && triples <= kFoldMaxTriples && sp.rows == triples && sp.r == 1 && sp.groups == triples &&
+/// Whether fold chunks touching up to `pieces` columns can run with `sp` (the device's check of
+/// the host's split): segments that cover a row, and room for two partial sums per column segment.
+AMK_HD bool fold_stream_split_ok(const StreamSplit& sp, int64_t pieces, int64_t row_vecs, int64_t max_partials) {
+  return pieces >= 1 && pieces <= kFoldMaxPieces && sp.rows == pieces && sp.r == 1 && sp.groups == pieces &&
          sp.nseg >= 1 && sp.seg_vecs >= 1 && int64_t{sp.nseg} * sp.seg_vecs >= row_vecs &&
-         2 * triples * sp.nseg <= max_partials;
+         2 * pieces * sp.nseg <= max_partials;
 }
 
 /// The chunk size in bytes of a streamed fold (`plan.fold`) on `slot_bytes` slots with `x_floats`
 /// of staging room and `threads` compute threads, or 0 when it does not ride the ring: one row of
-/// x, bf16 / f16 / f32 rows of 16-byte multiples, x and a chunk's activations in the work area,
-/// every output vector in kFoldVecsPerThread registers of a thread, a 16-byte aligned F32 output
-/// (its sums are added four at a time), and whole triples per chunk.
+/// x, bf16 / f16 / f32 rows of 16-byte multiples, x and the task's activations (one per column) in
+/// the work area, every output vector in kFoldVecsPerThread registers of a thread, a 16-byte
+/// aligned F32 output (its sums are added four at a time), and whole columns per task. A chunk
+/// holds whole columns (gate, up and down^T rows) when they fill at least 7/8 of a slot, and
+/// otherwise as many rows as a slot does, a column's rows then spanning chunks: with 8 KiB rows
+/// (Llama-3-8B), whole columns would leave a quarter of a 64 KiB slot empty (6 rows of 8), and on
+/// the H200 the 8B's fold went from 5.90 to 5.79 ms with 8 rows; with 4 KiB rows (Llama-3.2-1B),
+/// 16 rows against 15 lost 4% (docs/PERFORMANCE.md row 139). At most 3 (kFoldMaxPieces - 1) rows,
+/// which touch at most kFoldMaxPieces columns.
 AMK_HD int64_t fold_stream_chunk_bytes(const GemvPlan& plan, int64_t slot_bytes, int64_t x_floats, int64_t threads) {
   const MatmulArgs& mm = plan.mm;
   const int32_t dt = mm.w.dtype;
@@ -255,12 +285,14 @@ AMK_HD int64_t fold_stream_chunk_bytes(const GemvPlan& plan, int64_t slot_bytes,
   const int64_t row_bytes = mm.K * (dtype_bits(dt) / 8);
   if (!mm.w.contiguous || row_bytes % 16 != 0 || (reinterpret_cast<uintptr_t>(mm.w.ptr) & 15u) != 0) return 0;
   if (mm.y.dtype != AMK_DTYPE_F32 || !mm.y.contiguous || (reinterpret_cast<uintptr_t>(mm.y.ptr) & 15u) != 0) return 0;
-  if (mm.m_end - mm.m_begin != 1 || mm.K + kFoldMaxTriples > x_floats) return 0;
-  if (row_bytes / 16 > kFoldVecsPerThread * threads || (mm.n_end - mm.n_begin) % 3 != 0 || mm.n_end <= mm.n_begin)
-    return 0;
-  int64_t triples = slot_bytes / (3 * row_bytes);
-  if (triples > kFoldMaxTriples) triples = kFoldMaxTriples;
-  return triples * 3 * row_bytes;  // 0 when a triple does not fit a slot
+  const int64_t task_rows = mm.n_end - mm.n_begin;
+  if (task_rows <= 0 || task_rows % 3 != 0 || mm.n_begin % 3 != 0 || task_rows > 0x7fffffff) return 0;
+  if (mm.m_end - mm.m_begin != 1 || mm.K + task_rows / 3 > x_floats) return 0;
+  if (row_bytes / 16 > kFoldVecsPerThread * threads || row_bytes > slot_bytes) return 0;
+  int64_t rows = slot_bytes / row_bytes;
+  if (rows > 3 * (kFoldMaxPieces - 1)) rows = 3 * (kFoldMaxPieces - 1);
+  const int64_t whole = rows / 3 * 3;  // whole columns
+  return (whole * 8 >= rows * 7 ? whole : rows) * row_bytes;
 }
 
 }  // namespace amk::instructions

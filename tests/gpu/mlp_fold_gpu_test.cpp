@@ -1,13 +1,15 @@
 // tests/gpu/mlp_fold_gpu_test.cpp: the MLP fold (docs/FOLD.md) on the CUDA VM. The tiny Llama
 // lowered with the fold reproduces Hugging Face transformers on the plain fold (AMK_RING=0, and
 // every build without -DAMK_FOLD_STREAM) and, in -DAMK_FOLD_STREAM builds on sm_90, on the weight
-// stream's fold, in fp32 and bf16; two runs agree to fp32 rounding (their
+// stream's fold (whole columns per chunk, and columns spanning chunks), in fp32 and bf16; two runs
+// agree to fp32 rounding (their
 // atomic adds may land in another order) and on every token.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "gpu_harness.h"
 #include "loader/loader.h"
@@ -85,9 +87,14 @@ struct ScopedEnv {
 TEST_CASE("gpu fold: the tiny llama with the MLP fold matches transformers (fp32 and bf16), streamed and plain", "[gpu]") {
   gputest::require_gpu();
   const testing::Golden g = testing::load_golden();
-  for (const bool ring : {true, false}) {
-    std::unique_ptr<ScopedEnv> no_ring = ring ? nullptr : std::make_unique<ScopedEnv>("AMK_RING", "0");
-    INFO((ring ? "weight stream" : "AMK_RING=0: the plain fold"));
+  // The weight stream with its default slots (a task's columns in one chunk), with 1 KiB slots
+  // (1 or 2 rows a chunk: a column's gate, up and down^T rows in different chunks), and off.
+  for (const char* mode : {"ring", "1 KiB slots", "no ring"}) {
+    const bool ring = std::string(mode) != "no ring";
+    std::unique_ptr<ScopedEnv> env;
+    if (!ring) env = std::make_unique<ScopedEnv>("AMK_RING", "0");
+    if (std::string(mode) == "1 KiB slots") env = std::make_unique<ScopedEnv>("AMK_RING_SLOT_KIB", "1");
+    INFO((ring ? mode : "AMK_RING=0: the plain fold"));
     {
       const ir::Program p = lower_fold(ir::DType::F32, ir::DType::BF16);
       if (ring && gputest::device_sm_major() >= 9) {

@@ -99,25 +99,93 @@ TEST_CASE("stream chunking: the 32-bit path and the 64-bit one agree at their bo
   CHECK(c.last_rows == 7);
 }
 
-TEST_CASE("stream split: the fold's splits of triples are what its device check accepts", "[instructions][fold]") {
+TEST_CASE("stream split: a fold chunk's columns, and the fold's splits its device check accepts", "[instructions][fold]") {
+  using amk::instructions::fold_chunk_pieces;
+  using amk::instructions::fold_chunk_pieces_max;
   using amk::instructions::fold_stream_split;
   using amk::instructions::fold_stream_split_ok;
-  using amk::instructions::kFoldMaxTriples;
+  using amk::instructions::kFoldMaxPieces;
+  // fold_chunk_pieces against the rows counted one by one: task row 3j is column j's gate row,
+  // 3j + 1 its up row, 3j + 2 its down^T row.
+  for (int32_t r0 = 0; r0 < 12; ++r0) {
+    for (int32_t r1 = r0 + 1; r1 <= r0 + 40; ++r1) {
+      int32_t lo = -1, hi = -2;
+      for (int32_t r = r0; r < r1; ++r) {
+        if (r % 3 == 2) continue;
+        if (lo < 0) lo = r / 3;
+        hi = r / 3;
+      }
+      int32_t first = -7;
+      const int32_t n = fold_chunk_pieces(r0, r1, &first);
+      INFO("rows [" << r0 << ", " << r1 << ")");
+      CHECK(n == (lo < 0 ? 0 : hi - lo + 1));
+      if (lo >= 0) CHECK(first == lo);
+    }
+  }
+  int32_t first = 0;
+  CHECK(fold_chunk_pieces(2, 3, &first) == 0);  // a lone down row
+  CHECK(fold_chunk_pieces(1, 2, &first) == 1);  // a lone up row: its gate came before
+  CHECK(first == 0);
+  // The most columns a chunk of n rows touches, over the three phases it can start at.
+  CHECK(fold_chunk_pieces_max(1) == 1);
+  CHECK(fold_chunk_pieces_max(3) == 2);    // u d g
+  CHECK(fold_chunk_pieces_max(8) == 3);    // 8 KiB rows in 64 KiB (Llama-3-8B)
+  CHECK(fold_chunk_pieces_max(16) == 6);   // 4 KiB rows in 64 KiB (Llama-3.2-1B)
+  CHECK(fold_chunk_pieces_max(3 * (static_cast<int32_t>(kFoldMaxPieces) - 1)) == kFoldMaxPieces);
   for (const auto& [warps, lanes] : {std::pair<int32_t, int32_t>{11, 32}, {15, 32}, {8, 64}}) {
     for (int64_t row_vecs : {4, 32, 256, 512, 700}) {
-      for (int64_t triples = 1; triples <= kFoldMaxTriples; ++triples) {
-        INFO("warps " << warps << " row_vecs " << row_vecs << " triples " << triples);
-        const StreamSplit sp = fold_stream_split(triples, row_vecs, warps, lanes);
-        REQUIRE(fold_stream_split_ok(sp, triples, row_vecs, kPartials));
+      for (int64_t pieces = 1; pieces <= kFoldMaxPieces; ++pieces) {
+        INFO("warps " << warps << " row_vecs " << row_vecs << " pieces " << pieces);
+        const StreamSplit sp = fold_stream_split(pieces, row_vecs, warps, lanes);
+        REQUIRE(fold_stream_split_ok(sp, pieces, row_vecs, kPartials));
         CHECK(sp.r == 1);
         CHECK(sp.seg_vecs % lanes == 0);
         CHECK(static_cast<int64_t>(sp.nseg - 1) * sp.seg_vecs < row_vecs);  // no empty segment
-        CHECK(static_cast<int64_t>(sp.groups) * sp.nseg <= std::max<int64_t>(triples, warps));
+        CHECK(static_cast<int64_t>(sp.groups) * sp.nseg <= std::max<int64_t>(pieces, warps));
       }
     }
   }
   // Out of range: no split, and the check refuses a split for another count.
-  CHECK(fold_stream_split(kFoldMaxTriples + 1, 256, 11, 32).rows == 0);
+  CHECK(fold_stream_split(kFoldMaxPieces + 1, 256, 11, 32).rows == 0);
   CHECK(fold_stream_split(0, 256, 11, 32).rows == 0);
   CHECK_FALSE(fold_stream_split_ok(fold_stream_split(4, 256, 11, 32), 5, 256, kPartials));
+}
+
+TEST_CASE("stream split: a fold's chunk holds whole columns where they fill a slot, else spans them", "[instructions][fold]") {
+  using amk::instructions::fold_stream_chunk_bytes;
+  using amk::instructions::GemvPlan;
+  alignas(16) static float out[4096];
+  alignas(16) static uint16_t w[16];  // only its address is looked at
+  const auto plan_for = [&](int64_t K, int64_t columns) {
+    GemvPlan p;
+    p.fold = true;
+    p.mm.K = K;
+    p.mm.w.ptr = w;
+    p.mm.w.dtype = AMK_DTYPE_BF16;
+    p.mm.y.ptr = out;
+    p.mm.y.dtype = AMK_DTYPE_F32;
+    p.mm.m_begin = 0;
+    p.mm.m_end = 1;
+    p.mm.n_begin = 3 * 5;  // column 5 on
+    p.mm.n_end = 3 * (5 + columns);
+    return p;
+  };
+  constexpr int64_t kSlot = 64 * 1024, kThreads = 352;
+  // Llama-3.2-1B (K 2048, 4 KiB rows): 5 whole columns (15 rows) fill 94% of a slot.
+  CHECK(fold_stream_chunk_bytes(plan_for(2048, 62), kSlot, 2048 + 62, kThreads) == 15 * 4096);
+  // Llama-3-8B (K 4096, 8 KiB rows): 2 whole columns would fill 75%; 8 rows span columns.
+  CHECK(fold_stream_chunk_bytes(plan_for(4096, 109), kSlot, 4096 + 109, kThreads) == 8 * 8192);
+  // Short rows: at most 3 (kFoldMaxPieces - 1) rows, whole columns.
+  CHECK(fold_stream_chunk_bytes(plan_for(256, 2), kSlot, 4096, kThreads) == 93 * 512);
+  // Refused: no room for x and the task's activations, a row longer than a slot, more output
+  // vectors than the threads keep, a task of part of a column.
+  CHECK(fold_stream_chunk_bytes(plan_for(4096, 109), kSlot, 4096 + 108, kThreads) == 0);
+  CHECK(fold_stream_chunk_bytes(plan_for(4096, 109), 4096, 8192, kThreads) == 0);
+  CHECK(fold_stream_chunk_bytes(plan_for(4096, 109), kSlot, 8192, 255) == 0);
+  GemvPlan partial = plan_for(2048, 4);
+  partial.mm.n_end -= 1;
+  CHECK(fold_stream_chunk_bytes(partial, kSlot, 4096, kThreads) == 0);
+  GemvPlan not_fold = plan_for(2048, 4);
+  not_fold.fold = false;
+  CHECK(fold_stream_chunk_bytes(not_fold, kSlot, 4096, kThreads) == 0);
 }

@@ -272,13 +272,12 @@ class CudaExecutor final : public Executor {
       const amk_instruction_t& in = prog.instructions[t];
       if (in.op == AMK_OP_GEMV_TILE || in.op == AMK_OP_GEMM_TILE || in.op == AMK_OP_FUSED)
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)), 8));
-      // The fold keeps activations beside x: a chunk's (kFoldMaxTriples) on the weight stream, the
-      // whole tile's (N_tile) on the plain path (mlp_fold_run).
+      // The fold keeps its tile's activations (N_tile) beside x, on the weight stream and on the
+      // plain path (mlp_fold_run) alike.
       if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeMlpFold)
-        want = std::max<int64_t>(
-            want, align_up(static_cast<size_t>(std::max(in.params.K, 0)) +
-                               static_cast<size_t>(std::max<int64_t>(instructions::kFoldMaxTriples, in.params.N_tile)),
-                           8));
+        want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)) +
+                                                    static_cast<size_t>(std::max<int64_t>(in.params.N_tile, 0)),
+                                                8));
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
@@ -447,11 +446,11 @@ class CudaExecutor final : public Executor {
     // device: the full chunks and the last one (rows of its own).
     const instructions::StreamChunking c = instructions::gemv_stream_chunking(
         plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8), plan.mm.n_end - plan.mm.n_begin, chunk);
-    if (plan.fold) {  // splits of triples (every chunk's rows are a multiple of 3)
-      plan.split_full = instructions::fold_stream_split(c.rows_per_chunk / 3, c.row_vecs, instructions::kComputeWarps,
-                                                        gpu::kWarpSize);
-      plan.split_last = instructions::fold_stream_split(c.last_rows / 3, c.row_vecs, instructions::kComputeWarps,
-                                                        gpu::kWarpSize);
+    if (plan.fold) {  // one split for every chunk: for the most columns a chunk touches
+      plan.split_full = instructions::fold_stream_split(
+          instructions::fold_chunk_pieces_max(static_cast<int32_t>(c.rows_per_chunk)), c.row_vecs,
+          instructions::kComputeWarps, gpu::kWarpSize);
+      plan.split_last = plan.split_full;
     } else {
       plan.split_full = instructions::gemv_stream_split(c.rows_per_chunk, c.row_vecs, instructions::kComputeWarps,
                                                         gpu::kWarpSize);

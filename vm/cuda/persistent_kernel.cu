@@ -369,12 +369,13 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   if (plan.fold) return;
 #else
   if (plan.fold) {
-    if (rows_per_chunk <= 0 || rows_per_chunk % 3 != 0 || ch.last_rows % 3 != 0 ||
-        plan.mm.K + instructions::kFoldMaxTriples > cap ||
+    const int64_t task_rows = plan.mm.n_end - plan.mm.n_begin;
+    if (rows_per_chunk <= 0 || rows_per_chunk > 3 * (instructions::kFoldMaxPieces - 1) || task_rows % 3 != 0 ||
+        plan.mm.n_begin % 3 != 0 || task_rows > INT32_MAX || plan.mm.K + task_rows / 3 > cap ||
         ch.row_vecs > instructions::kFoldVecsPerThread * instructions::kComputeThreads ||
         plan.mm.y.dtype != AMK_DTYPE_F32 || (reinterpret_cast<uintptr_t>(plan.mm.y.ptr) & 15u) != 0 ||
-        !instructions::fold_stream_split_ok(plan.split_full, rows_per_chunk / 3, ch.row_vecs, instructions::kStreamPartials) ||
-        !instructions::fold_stream_split_ok(plan.split_last, ch.last_rows / 3, ch.row_vecs, instructions::kStreamPartials))
+        !instructions::fold_stream_split_ok(plan.split_full, instructions::fold_chunk_pieces_max(static_cast<int32_t>(rows_per_chunk)),
+                                            ch.row_vecs, instructions::kStreamPartials))
       return;
     // The compute warps run it through device_execute (mlp_fold_streamed), as a task that does
     // not stream, and count its chunks consumed before they run it.
@@ -397,6 +398,12 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 /// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
 /// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
 /// same value).
+#ifdef AMK_FOLD_EAGER_FREE  // A/B: a fold frees its last chunk before its sums and release
+inline constexpr bool kFoldEagerFree = true;
+#else
+inline constexpr bool kFoldEagerFree = false;
+#endif  // AMK_FOLD_EAGER_FREE
+
 #ifdef AMK_FOLD_STREAM_LINK
 /// The chunk loop of a streamed fold from chunk `first` on, for weights of dtype DT
 /// (mlp_fold_streamed).
@@ -406,26 +413,28 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
                                             float (*part)[instructions::kStreamPartials], int32_t first,
                                             StageHandoff* ring_free, const ChunkTrace& trace) {
   const int32_t row_vecs = static_cast<int32_t>(plan.mm.K / instructions::kFoldEpv<DT>);
-  float* const s_act = ctx.s_work + plan.mm.K;  // beside x (fold_stream_chunk_bytes left the room)
+  float* const s_act = ctx.s_work + plan.mm.K;  // one per column, beside x (check_streamed checked the room)
   instructions::FoldSums sums;
 #pragma unroll
   for (int q = 0; q < static_cast<int>(instructions::kFoldVecsPerThread); ++q)
 #pragma unroll
     for (int e = 0; e < 8; ++e) sums.v[q][e] = 0.0f;
-  for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
-    const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
+  const auto task_rows = static_cast<int32_t>(plan.mm.n_end - plan.mm.n_begin);
+  const auto rpc = static_cast<int32_t>(rows_per_chunk);
+  for (int32_t r0 = 0; r0 < task_rows; r0 += rpc) {
+    const bool last = task_rows - r0 <= rpc;
     const int32_t c = first++;
     ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
     if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
     ring.wait(c);
     if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
-    instructions::fold_stream_chunk<DT>(ring.slot(c), row_vecs, last ? plan.split_last : plan.split_full, scale,
-                                        ctx.s_work, s_act, part[c & 1], sums);
+    instructions::fold_stream_chunk<DT>(ring.slot(c), row_vecs, r0, last ? task_rows : r0 + rpc, plan.split_full,
+                                        scale, ctx.s_work, s_act, part[c & 1], sums);
     if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
     // Each thread's own reads of the slot are done (its down^T loads were its last): release them,
     // except thread 0 on the task's last chunk (the kernel loop's free_after_release, as for
     // run_streamed: eagerly, a refill's bulk copy in flight held up the release).
-    if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
+    if (!(kDeferLastRingFree && !kFoldEagerFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
   }
   instructions::fold_add_sums<DT>(static_cast<float*>(plan.mm.y.ptr), row_vecs, sums);
 }
@@ -777,7 +786,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_HAVE_BULK_COPY
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
-      const int32_t before = consumed;
+      int32_t before = consumed;
       if (slot.entry.bytes > 0) {  // the host made this task's blob a GemvPlan (upload_task_blobs)
 #ifdef AMK_CHECK_STREAM_AT_RUN  // A/B: the compute warps check the task themselves, at its head
         if (threadIdx.x == 0) check_streamed(args, slot);
@@ -789,6 +798,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       } else {
 #ifdef AMK_FOLD_STREAM_LINK
         consumed += slot.fold_chunks;  // a fold on the weight stream (check_streamed)
+        if constexpr (kFoldEagerFree) before = consumed;  // it freed its chunks itself
 #endif  // AMK_FOLD_STREAM_LINK
 #endif  // AMK_HAVE_BULK_COPY
         rc = instructions::device_execute(p, slot.inst, ctx);
