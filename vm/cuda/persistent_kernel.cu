@@ -98,7 +98,6 @@ struct RingView {
   /// Every calling thread: wait until chunk n has landed (its bytes are then visible to it).
   __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
 };
-#endif  // AMK_HAVE_BULK_COPY
 
 /// One worker's chunk records in a traced launch (vm/trace.h), indexed by chunk number.
 struct ChunkTrace {
@@ -112,6 +111,7 @@ struct ChunkTrace {
   }
   __device__ ChunkTiming* at(int32_t n) const { return base != nullptr && n < cap ? &base[n] : nullptr; }
 };
+#endif  // AMK_HAVE_BULK_COPY
 
 /// Shared state of one worker block.
 struct SharedState {
