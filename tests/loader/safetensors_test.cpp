@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -222,7 +221,6 @@ TEST_CASE("safetensors: zero-size tensors and adjacent ranges are fine", "[loade
 }
 
 TEST_CASE("safetensors: truncation at every byte and random byte flips never crash", "[loader]") {
-  const auto start = std::chrono::steady_clock::now();
   TempFile good("good.safetensors");
   REQUIRE(safetensors_write(good.path, good_tensors()).is_ok());
   std::vector<uint8_t> bytes;
@@ -276,8 +274,6 @@ TEST_CASE("safetensors: truncation at every byte and random byte flips never cra
     CHECK(sum < (1ull << 40));
   }
   CHECK(accepted > 0);  // flips inside the data section keep the file valid
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  CHECK(seconds < 1.0);
 }
 
 TEST_CASE("safetensors: the tiny_llama fixture has the HF Llama names, shapes and dtypes", "[loader]") {
