@@ -129,7 +129,7 @@ struct SharedState {
   uint64_t ring_bar[kMaxRingSlots];  ///< one mbarrier per slot, completed by its bulk copy
   float part[2][instructions::kStreamPartials];  ///< gemv_stream_chunk's partial sums, two buffers
 #ifdef AMK_FOLD_STREAM_LINK
-  RingView fold_ring;       ///< the ring and the chunk records, for mlp_fold_streamed (DeviceCtx::fold_link)
+  RingView fold_ring;       ///< the ring and the chunk records, for mlp_fold_streamed
   ChunkTrace fold_trace;
 #endif  // AMK_FOLD_STREAM_LINK
 #endif  // AMK_HAVE_BULK_COPY
@@ -280,7 +280,6 @@ struct StreamCursor {
   }
 };
 
-
 /// The weight stream's producer, one loader thread: walks the table of this worker's queue slots
 /// and issues their chunks in order into the ring.
 struct StreamProducer {
@@ -363,8 +362,8 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   const instructions::StreamChunking ch =
       instructions::gemv_stream_chunking(row_bytes, plan.mm.n_end - plan.mm.n_begin, e.chunk_bytes);
   const int64_t rows_per_chunk = ch.rows_per_chunk;
-  // A fold (streamed only where kFoldStream): whole triples, the activations beside x, every
-  // output vector in registers.
+  // A fold (streamed only where kFoldStream): rows of whole columns per task, x and the task's
+  // activations in the work area, every output vector in registers.
 #ifndef AMK_FOLD_STREAM_LINK
   if (plan.fold) return;
 #else
