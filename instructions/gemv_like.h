@@ -234,11 +234,13 @@ AMK_HD int32_t fold_chunk_pieces(int32_t r0, int32_t r1, int32_t* first) {
   return last >= *first ? last - *first + 1 : 0;
 }
 
-/// Most columns any chunk of `rows` consecutive task rows touches (fold_chunk_pieces over the
-/// three phases a chunk can start at).
+/// Most columns any chunk of a task cut into chunks of `rows` rows touches: fold_chunk_pieces
+/// over the rows a chunk can start at modulo 3, which is only 0 when `rows` is a multiple of 3
+/// (whole columns: the split must not plan for a column more, which on the 1B's 15-row chunks
+/// halved the items of the gate / up dots, 5 over 11 warps instead of 10).
 AMK_HD int32_t fold_chunk_pieces_max(int32_t rows) {
   int32_t most = 0, first;
-  for (int32_t p = 0; p < 3; ++p) {
+  for (int32_t p = 0; p < (rows % 3 == 0 ? 1 : 3); ++p) {
     const int32_t n = fold_chunk_pieces(p, p + rows, &first);
     most = n > most ? n : most;
   }
@@ -275,9 +277,9 @@ AMK_HD bool fold_stream_split_ok(const StreamSplit& sp, int64_t pieces, int64_t 
 /// holds whole columns (gate, up and down^T rows) when they fill at least 7/8 of a slot, and
 /// otherwise as many rows as a slot does, a column's rows then spanning chunks: with 8 KiB rows
 /// (Llama-3-8B), whole columns would leave a quarter of a 64 KiB slot empty (6 rows of 8), and on
-/// the H200 the 8B's fold went from 5.90 to 5.79 ms with 8 rows; with 4 KiB rows (Llama-3.2-1B),
-/// 16 rows against 15 lost 4% (docs/PERFORMANCE.md row 139). At most 3 (kFoldMaxPieces - 1) rows,
-/// which touch at most kFoldMaxPieces columns.
+/// the H200 the 8B's fold went from 5.90 to 5.79 ms with 8 rows (docs/PERFORMANCE.md row 139);
+/// with 4 KiB rows (Llama-3.2-1B), 15 rows are 5 whole columns. At most 3 (kFoldMaxPieces - 1)
+/// rows, which touch at most kFoldMaxPieces columns.
 AMK_HD int64_t fold_stream_chunk_bytes(const GemvPlan& plan, int64_t slot_bytes, int64_t x_floats, int64_t threads) {
   const MatmulArgs& mm = plan.mm;
   const int32_t dt = mm.w.dtype;

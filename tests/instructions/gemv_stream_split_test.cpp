@@ -126,12 +126,19 @@ TEST_CASE("stream split: a fold chunk's columns, and the fold's splits its devic
   CHECK(fold_chunk_pieces(2, 3, &first) == 0);  // a lone down row
   CHECK(fold_chunk_pieces(1, 2, &first) == 1);  // a lone up row: its gate came before
   CHECK(first == 0);
-  // The most columns a chunk of n rows touches, over the three phases it can start at.
+  // The most columns a chunk of n rows touches, over the rows a chunk can start at (modulo 3),
+  // against every chunk of a long task cut into chunks of n rows.
+  for (int32_t rows = 1; rows <= 3 * (static_cast<int32_t>(kFoldMaxPieces) - 1); ++rows) {
+    int32_t most = 0;
+    for (int32_t r0 = 0; r0 < 300 * 3; r0 += rows) most = std::max(most, fold_chunk_pieces(r0, r0 + rows, &first));
+    INFO("chunks of " << rows << " rows");
+    CHECK(fold_chunk_pieces_max(rows) == most);
+  }
   CHECK(fold_chunk_pieces_max(1) == 1);
-  CHECK(fold_chunk_pieces_max(3) == 2);    // u d g
   CHECK(fold_chunk_pieces_max(8) == 3);    // 8 KiB rows in 64 KiB (Llama-3-8B)
-  CHECK(fold_chunk_pieces_max(16) == 6);   // 4 KiB rows in 64 KiB (Llama-3.2-1B)
-  CHECK(fold_chunk_pieces_max(3 * (static_cast<int32_t>(kFoldMaxPieces) - 1)) == kFoldMaxPieces);
+  CHECK(fold_chunk_pieces_max(15) == 5);   // whole columns: 4 KiB rows in 64 KiB (Llama-3.2-1B)
+  CHECK(fold_chunk_pieces_max(16) == 6);
+  CHECK(fold_chunk_pieces_max(3 * (static_cast<int32_t>(kFoldMaxPieces) - 1)) == kFoldMaxPieces - 1);
   for (const auto& [warps, lanes] : {std::pair<int32_t, int32_t>{11, 32}, {15, 32}, {8, 64}}) {
     for (int64_t row_vecs : {4, 32, 256, 512, 700}) {
       for (int64_t pieces = 1; pieces <= kFoldMaxPieces; ++pieces) {
