@@ -393,17 +393,14 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
   slot.stream_rc = AMK_DEVERR_NONE;
 }
 
-/// Run a streamed GEMV-like task from its host-decoded `plan`, which check_streamed admitted with
-/// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
-/// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
-/// same value).
+#ifdef AMK_FOLD_STREAM_LINK
+// Only where folds stream: an unused constant is a warning, and the device builds use -Werror.
 #ifdef AMK_FOLD_EAGER_FREE  // A/B: a fold frees its last chunk before its sums and release
 inline constexpr bool kFoldEagerFree = true;
 #else
 inline constexpr bool kFoldEagerFree = false;
 #endif  // AMK_FOLD_EAGER_FREE
 
-#ifdef AMK_FOLD_STREAM_LINK
 /// The chunk loop of a streamed fold from chunk `first` on, for weights of dtype DT
 /// (mlp_fold_streamed).
 template <int DT>
@@ -440,6 +437,10 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
 
 #endif  // AMK_FOLD_STREAM_LINK
 
+/// Run a streamed GEMV-like task from its host-decoded `plan`, which check_streamed admitted with
+/// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
+/// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
+/// same value).
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
                                 int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
