@@ -54,6 +54,23 @@ AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t war
   return sp;
 }
 
+/// A split with `r` rows per item and segments of `seg_blocks` warp widths (the host's measuring
+/// knobs AMK_STREAM_ROWS_PER_ITEM / AMK_STREAM_SEG_BLOCKS, docs/PERFORMANCE.md row 140), or no
+/// split (rows 0) when those do not make one.
+AMK_HD StreamSplit gemv_stream_split_fixed(int64_t rows, int64_t row_vecs, int32_t r, int32_t seg_blocks, int32_t lanes) {
+  StreamSplit sp;
+  if (rows <= 0 || row_vecs <= 0 || r <= 0 || seg_blocks <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff)
+    return sp;
+  sp.rows = static_cast<int32_t>(rows);
+  sp.r = sp.rows < r ? sp.rows : (r < kStreamRowsPerItem ? r : kStreamRowsPerItem);
+  sp.groups = (sp.rows + sp.r - 1) / sp.r;
+  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
+  const int64_t seg = seg_blocks < blocks ? seg_blocks : blocks;
+  sp.nseg = static_cast<int32_t>((blocks + seg - 1) / seg);
+  sp.seg_vecs = static_cast<int32_t>(seg * lanes);
+  return sp;
+}
+
 /// Whether chunks of `rows` rows of `row_vecs` vectors can run with `sp` (the host computed it;
 /// the device checks it once per task, guarding its shared memory): 1..kStreamRowsPerItem rows per
 /// item whose groups cover exactly the rows, segments that cover each row, and at most

@@ -196,3 +196,30 @@ TEST_CASE("stream split: a fold's chunk holds whole columns where they fill a sl
   not_fold.fold = false;
   CHECK(fold_stream_chunk_bytes(not_fold, kSlot, 4096, kThreads) == 0);
 }
+
+TEST_CASE("stream split: the measuring knobs' fixed splits cover the rows or are refused", "[instructions]") {
+  using amk::instructions::gemv_stream_split_fixed;
+  // The Llama-1B's 64 KiB chunks of 4 KiB rows in items of 4 rows x one warp width: 32 items.
+  const StreamSplit fine = gemv_stream_split_fixed(16, 256, 4, 1, 32);
+  CHECK(fine.r == 4);
+  CHECK(fine.groups == 4);
+  CHECK(fine.nseg == 8);
+  CHECK(fine.seg_vecs == 32);
+  CHECK(gemv_stream_split_ok(fine, 16, 256, kPartials));
+  for (int32_t r = 1; r <= 6; ++r) {
+    for (int32_t seg_blocks = 1; seg_blocks <= 40; seg_blocks += 3) {
+      for (int64_t row_vecs : {1, 33, 256, 512, 1792}) {
+        for (int64_t rows : {1, 2, 3, 7, 8, 16, 64}) {
+          INFO("r " << r << " seg_blocks " << seg_blocks << " row_vecs " << row_vecs << " rows " << rows);
+          const StreamSplit sp = gemv_stream_split_fixed(rows, row_vecs, r, seg_blocks, 32);
+          CHECK(sp.r == std::min<int64_t>({rows, r, kStreamRowsPerItem}));
+          CHECK(static_cast<int64_t>(sp.nseg - 1) * sp.seg_vecs < row_vecs);  // no empty segment
+          // Too many partial sums is the only refusal (the executor then keeps gemv_stream_split).
+          CHECK(gemv_stream_split_ok(sp, rows, row_vecs, kPartials) == (rows * sp.nseg <= kPartials));
+        }
+      }
+    }
+  }
+  CHECK(gemv_stream_split_fixed(16, 256, 0, 1, 32).rows == 0);
+  CHECK(gemv_stream_split_fixed(16, 256, 4, 0, 32).rows == 0);
+}

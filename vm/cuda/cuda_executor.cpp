@@ -415,6 +415,24 @@ class CudaExecutor final : public Executor {
       stream_max_task_bytes_ = uint64_t{1024} * static_cast<uint64_t>(std::atoi(env));  // a measuring knob
     ring_slots_ = static_cast<int32_t>(slots);
     ring_slot_bytes_ = static_cast<int32_t>(slot);
+    if (const char* env = std::getenv("AMK_STREAM_ROWS_PER_ITEM"); env != nullptr && std::atoi(env) > 0)
+      split_rows_per_item_ = std::atoi(env);  // measuring knobs (stream_split)
+    if (const char* env = std::getenv("AMK_STREAM_SEG_BLOCKS"); env != nullptr && std::atoi(env) > 0)
+      split_seg_blocks_ = std::atoi(env);
+  }
+
+  /// How the compute warps share out a chunk of `rows` rows: gemv_stream_split, unless the
+  /// measuring knobs AMK_STREAM_ROWS_PER_ITEM / AMK_STREAM_SEG_BLOCKS ask for another split that
+  /// the device accepts (docs/PERFORMANCE.md row 140). Host-only: a knob moves no register.
+  instructions::StreamSplit stream_split(int64_t rows, int64_t row_vecs) const {
+    if (split_rows_per_item_ > 0 || split_seg_blocks_ > 0) {
+      const instructions::StreamSplit sp = instructions::gemv_stream_split_fixed(
+          rows, row_vecs, split_rows_per_item_ > 0 ? split_rows_per_item_ : instructions::kStreamRowsPerItem,
+          split_seg_blocks_ > 0 ? split_seg_blocks_ : 1, gpu::kWarpSize);
+      // kStreamChunkMaxRows partials are within the device's kStreamPartials
+      if (instructions::gemv_stream_split_ok(sp, rows, row_vecs, instructions::kStreamChunkMaxRows)) return sp;
+    }
+    return instructions::gemv_stream_split(rows, row_vecs, instructions::kComputeWarps, gpu::kWarpSize);
   }
 
   /// With the ring on, whether `inst` streams its weights: then `*entry` is its share of the
@@ -452,10 +470,8 @@ class CudaExecutor final : public Executor {
           instructions::kComputeWarps, gpu::kWarpSize);
       plan.split_last = plan.split_full;
     } else {
-      plan.split_full = instructions::gemv_stream_split(c.rows_per_chunk, c.row_vecs, instructions::kComputeWarps,
-                                                        gpu::kWarpSize);
-      plan.split_last = instructions::gemv_stream_split(c.last_rows, c.row_vecs, instructions::kComputeWarps,
-                                                        gpu::kWarpSize);
+      plan.split_full = stream_split(c.rows_per_chunk, c.row_vecs);
+      plan.split_last = stream_split(c.last_rows, c.row_vecs);
     }
     instructions::make_plan_blob(plan, inst.op, blob);
     return true;
@@ -742,6 +758,8 @@ class CudaExecutor final : public Executor {
   /// Most weight bytes a task may stream through the ring (stream_share).
   static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
   uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
+  int32_t split_rows_per_item_ = 0;  ///< AMK_STREAM_ROWS_PER_ITEM (0: gemv_stream_split decides), read by choose_ring
+  int32_t split_seg_blocks_ = 0;     ///< AMK_STREAM_SEG_BLOCKS (0: gemv_stream_split decides), read by choose_ring
   gpuvm::WeightStreamEntry* d_stream_ = nullptr;
   uint32_t epoch_ = 0;
   uint32_t max_producers_ = 0;
