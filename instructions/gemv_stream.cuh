@@ -76,7 +76,11 @@ template <int DT, int R>
 AMK_DEVICE void gemv_stream_item(const char* w, int32_t rows, int32_t row_vecs, int32_t g, int32_t v0, int32_t v1,
                                  const StreamX<DT>& x, float (&acc)[R]) {
   constexpr int kEpv = DT == AMK_DTYPE_F32 ? 4 : 8;
+#ifdef AMK_STREAM_U  // A/B knob (docs/PERFORMANCE.md row 141): loads per row in flight per lane for R > 1
+  constexpr int U = R == 1 ? 4 : AMK_STREAM_U;
+#else
   constexpr int U = R == 1 ? 4 : 2;  // 16-byte loads per row in flight per lane
+#endif  // AMK_STREAM_U
   const char* rowp[R];
   float odd[R];
 #pragma unroll
