@@ -423,7 +423,8 @@ class CudaExecutor final : public Executor {
 
   /// How the compute warps share out a chunk of `rows` rows: gemv_stream_split, unless the
   /// measuring knobs AMK_STREAM_ROWS_PER_ITEM / AMK_STREAM_SEG_BLOCKS ask for another split that
-  /// the device accepts (docs/PERFORMANCE.md row 140). Host-only: a knob moves no register.
+  /// the device accepts (an unset one of the two: 4 rows, or segments of one warp width; row 140
+  /// of docs/PERFORMANCE.md). Host-only: a knob moves no register.
   instructions::StreamSplit stream_split(int64_t rows, int64_t row_vecs) const {
     if (split_rows_per_item_ > 0 || split_seg_blocks_ > 0) {
       const instructions::StreamSplit sp = instructions::gemv_stream_split_fixed(
