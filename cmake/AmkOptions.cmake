@@ -35,6 +35,13 @@ target_compile_options(amk_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${AMK_WERROR}>>:-Werror>)
 
+# Warnings for the project's CUDA sources (the kernels, the cuBLAS baseline, the probes), as
+# compile options: `target_compile_options(t PRIVATE ${AMK_CUDA_WARNINGS})`. A list, not an
+# interface library, so the exported static libraries name no extra target.
+set(AMK_CUDA_WARNINGS
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall -Xcompiler=-Wextra>
+  $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${AMK_WERROR}>>:-Werror=all-warnings>)
+
 # AMK_FUZZ: every project library gets libFuzzer coverage instrumentation (fuzzer-no-link) and the
 # sanitizers, so a finding in ir/, loader/ or schedule/ is reported where it happens; the fuzz
 # binaries themselves link -fsanitize=fuzzer (tests/fuzz/CMakeLists.txt).

@@ -31,26 +31,39 @@ struct StreamSplit {
   int32_t seg_vecs = 0;  ///< vectors per segment, a multiple of the warp width (the last may be shorter)
 };
 
+/// A split's rows and row groups: items of `r` rows (at most kStreamRowsPerItem and the rows), or
+/// no split (rows 0) for a shape that makes none. The segments come after (below).
+AMK_HD StreamSplit stream_split_rows(int64_t rows, int64_t row_vecs, int32_t r, int32_t lanes) {
+  StreamSplit sp;
+  if (rows <= 0 || row_vecs <= 0 || r <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff) return sp;
+  sp.rows = static_cast<int32_t>(rows);
+  sp.r = sp.rows < r ? sp.rows : (r < kStreamRowsPerItem ? r : kStreamRowsPerItem);
+  sp.groups = (sp.rows + sp.r - 1) / sp.r;
+  return sp;
+}
+
+/// Segments of `seg_blocks` warp widths (at most the whole row): sp.nseg and sp.seg_vecs.
+AMK_HD void stream_split_segments_of(int64_t row_vecs, int64_t seg_blocks, int32_t lanes, StreamSplit& sp) {
+  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
+  if (seg_blocks > blocks) seg_blocks = blocks;
+  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
+  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+}
+
 /// The segments of a split whose sp.groups row groups are set: as many items (groups x segments)
 /// as there are warps where the row allows it, segments of whole warp widths, none empty.
 AMK_HD void stream_split_segments(int64_t row_vecs, int32_t warps, int32_t lanes, StreamSplit& sp) {
   const int64_t blocks = (row_vecs + lanes - 1) / lanes;
   int64_t nseg = sp.groups >= warps ? 1 : warps / sp.groups;
   if (nseg > blocks) nseg = blocks;
-  const int64_t seg_blocks = (blocks + nseg - 1) / nseg;
-  sp.nseg = static_cast<int32_t>((blocks + seg_blocks - 1) / seg_blocks);
-  sp.seg_vecs = static_cast<int32_t>(seg_blocks * lanes);
+  stream_split_segments_of(row_vecs, (blocks + nseg - 1) / nseg, lanes, sp);
 }
 
 /// The split of a chunk of `rows` rows of `row_vecs` vectors over `warps` warps of `lanes` lanes:
 /// as many items as there are warps where the rows allow it, never an empty segment.
 AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t warps, int32_t lanes) {
-  StreamSplit sp;
-  if (rows <= 0 || row_vecs <= 0 || warps <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff) return sp;
-  sp.rows = static_cast<int32_t>(rows);
-  sp.r = sp.rows < kStreamRowsPerItem ? sp.rows : kStreamRowsPerItem;
-  sp.groups = (sp.rows + sp.r - 1) / sp.r;
-  stream_split_segments(row_vecs, warps, lanes, sp);
+  StreamSplit sp = warps > 0 ? stream_split_rows(rows, row_vecs, kStreamRowsPerItem, lanes) : StreamSplit{};
+  if (sp.rows > 0) stream_split_segments(row_vecs, warps, lanes, sp);
   return sp;
 }
 
@@ -58,16 +71,8 @@ AMK_HD StreamSplit gemv_stream_split(int64_t rows, int64_t row_vecs, int32_t war
 /// knobs AMK_STREAM_ROWS_PER_ITEM / AMK_STREAM_SEG_BLOCKS, docs/PERFORMANCE.md row 140), or no
 /// split (rows 0) when those do not make one.
 AMK_HD StreamSplit gemv_stream_split_fixed(int64_t rows, int64_t row_vecs, int32_t r, int32_t seg_blocks, int32_t lanes) {
-  StreamSplit sp;
-  if (rows <= 0 || row_vecs <= 0 || r <= 0 || seg_blocks <= 0 || lanes <= 0 || rows > 0x7fffffff || row_vecs > 0x7fffffff)
-    return sp;
-  sp.rows = static_cast<int32_t>(rows);
-  sp.r = sp.rows < r ? sp.rows : (r < kStreamRowsPerItem ? r : kStreamRowsPerItem);
-  sp.groups = (sp.rows + sp.r - 1) / sp.r;
-  const int64_t blocks = (row_vecs + lanes - 1) / lanes;
-  const int64_t seg = seg_blocks < blocks ? seg_blocks : blocks;
-  sp.nseg = static_cast<int32_t>((blocks + seg - 1) / seg);
-  sp.seg_vecs = static_cast<int32_t>(seg * lanes);
+  StreamSplit sp = seg_blocks > 0 ? stream_split_rows(rows, row_vecs, r, lanes) : StreamSplit{};
+  if (sp.rows > 0) stream_split_segments_of(row_vecs, seg_blocks, lanes, sp);
   return sp;
 }
 
