@@ -124,8 +124,12 @@ AMK_DEVICE void gemv_stream_items(const char* w, int32_t row_vecs, const StreamS
   const StreamX<DT> x(s_x, row_vecs);
   const int items = sp.groups * sp.nseg;
   for (int it = gpu::warp_id(); it < items; it += compute_warps()) {
-    const int g = sp.nseg == 1 ? it : it / sp.nseg;  // nseg > 1 only when items <= warps: one division
-    const int seg = it - g * sp.nseg;
+    // g = it / nseg by subtraction: a 32-bit division is ~25 dependent instructions around a
+    // MUFU.RCP on every item, and nseg > 1 only where items <= warps (a few steps at most; the
+    // measuring knobs' fixed splits may take more, still exact).
+    int g = it, seg = 0;
+    if (sp.nseg > 1)
+      for (g = 0, seg = it; seg >= sp.nseg; seg -= sp.nseg) ++g;
     const int32_t v0 = seg * sp.seg_vecs;
     const int32_t v1 = v0 + sp.seg_vecs < row_vecs ? v0 + sp.seg_vecs : row_vecs;
     float acc[R];
@@ -247,7 +251,9 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
 AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, const char* w, int64_t n0, float scale,
                                   float* s_part, const DeviceCtx& ctx) {
   const int32_t wdt = a.mm.w.dtype;
-  const int32_t row_vecs = static_cast<int32_t>(a.mm.K / (wdt == AMK_DTYPE_F32 ? 4 : 8));
+  // K / 4 or K / 8 as a shift: a division by a value unknown at compile time is a subroutine,
+  // on every chunk (K > 0, a multiple of the vector: gemv_stream_chunk_bytes admitted it).
+  const int32_t row_vecs = static_cast<int32_t>(a.mm.K >> (wdt == AMK_DTYPE_F32 ? 2 : 3));
   const int64_t r = a.mm.m_begin;
   const int t = static_cast<int>(threadIdx.x);
   float bias = 0.0f, residual = 0.0f;

@@ -50,6 +50,7 @@
 #include "targets/cuda/bulk_copy.cuh"
 #include "targets/cuda/bulk_prefetch.cuh"
 #include "vm/cuda/dyn_smem_layout.h"
+#include "vm/cuda/ring_index.h"
 #include "vm/cuda/stage_handoff.cuh"
 
 namespace amk::vm::gpuvm {
@@ -93,10 +94,16 @@ struct RingView {
   uint64_t* bars;
   int32_t slots, slot_bytes;
 
+#ifdef AMK_FOLD_STREAM_LINK  // the fold counts its chunks; run_streamed steps a RingIndex
   __device__ char* slot(int32_t n) const { return base + static_cast<int64_t>(n % slots) * slot_bytes; }
+#endif  // AMK_FOLD_STREAM_LINK
   __device__ uint64_t* bar(int32_t n) const { return &bars[n % slots]; }
   /// Every calling thread: wait until chunk n has landed (its bytes are then visible to it).
   __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
+
+  /// The same by a stepped place (vm/cuda/ring_index.h): no division per chunk.
+  __device__ char* slot(const RingIndex& at) const { return base + static_cast<int64_t>(at.slot) * slot_bytes; }
+  __device__ void wait(const RingIndex& at) const { gpu::mbarrier_wait_parity(&bars[at.slot], at.lap & 1u); }
 };
 
 /// One worker's chunk records in a traced launch (vm/trace.h), indexed by chunk number.
@@ -287,6 +294,7 @@ struct StreamProducer {
   StageHandoff* ring_free;  ///< [slots]: phase k of slot s = chunk s + k * slots consumed
   StreamCursor copy;        ///< what the ring gets next
   int32_t issued;           ///< chunks issued so far
+  RingIndex at;             ///< chunk `issued`'s place in the ring
   ChunkTrace trace;         ///< this worker's chunk records (traced launches)
 
   __device__ void start(const WeightStreamEntry* t, const RingView& r, StageHandoff* free, int32_t begin, int32_t e,
@@ -295,6 +303,7 @@ struct StreamProducer {
     ring_free = free;
     copy.start(t, begin, e);
     issued = 0;
+    at = RingIndex{};
     trace = tr;
   }
 
@@ -302,8 +311,7 @@ struct StreamProducer {
   /// issued any. Chunk n may go once chunk n - slots, the slot's previous one, was consumed.
   __device__ bool top_up() {
     const int32_t before = issued;
-    while ((issued < ring.slots || ring_free[issued % ring.slots].test(static_cast<uint32_t>(issued / ring.slots - 1))) &&
-           copy.more()) {
+    while ((issued < ring.slots || ring_free[at.slot].test(at.lap - 1u)) && copy.more()) {
       uint32_t n;
       const int32_t q = copy.q;
       const char* src = copy.take(&n);
@@ -312,8 +320,9 @@ struct StreamProducer {
         rec->bytes = n;
         rec->t_issue = gpu::global_timer_ns();
       }
-      gpu::bulk_copy_once_to_shared(ring.slot(issued), src, n, ring.bar(issued));
+      gpu::bulk_copy_once_to_shared(ring.slot(at), src, n, &ring.bars[at.slot]);
       ++issued;
+      at.step(ring.slots);
     }
     return issued != before;
   }
@@ -440,10 +449,10 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
 /// Run a streamed GEMV-like task from its host-decoded `plan`, which check_streamed admitted with
 /// `rows_per_chunk`: stage x, then consume its chunks in order, telling the loader of each freed
 /// slot. `consumed` is the compute warps' count of consumed chunks (every compute thread keeps the
-/// same value).
+/// same value); `last_slot` gets the ring slot of the task's last chunk.
 __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_t rows_per_chunk, const DeviceCtx& ctx,
                                 const RingView& ring, float (*part)[instructions::kStreamPartials],
-                                int32_t* consumed, StageHandoff* ring_free, const ChunkTrace& trace) {
+                                int32_t* consumed, int32_t* last_slot, StageHandoff* ring_free, const ChunkTrace& trace) {
 #ifdef AMK_TRACE_HEAD  // measurement only (row 114): the first chunk's t_wait stamped at entry (1) or after x staging (3)
   ChunkTiming* const head_rec = threadIdx.x == 0 ? trace.at(*consumed) : nullptr;
   if (AMK_TRACE_HEAD == 1 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
@@ -452,7 +461,8 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
 #ifdef AMK_TRACE_HEAD
   if (AMK_TRACE_HEAD == 3 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
 #endif  // AMK_TRACE_HEAD
-  for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk) {
+  RingIndex at = RingIndex::of(*consumed, ring.slots);  // one division per task, none per chunk
+  for (int64_t n0 = plan.mm.n_begin; n0 < plan.mm.n_end; n0 += rows_per_chunk, at.step(ring.slots)) {
     const bool last = plan.mm.n_end - n0 <= rows_per_chunk;
     const int32_t c = *consumed;
     ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
@@ -461,9 +471,9 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
 #else
     if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
 #endif  // AMK_TRACE_HEAD
-    ring.wait(c);  // every thread sees the bytes land
+    ring.wait(at);  // every thread sees the bytes land
     if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
-    instructions::gemv_stream_chunk(plan, last ? plan.split_last : plan.split_full, ring.slot(c), n0, scale,
+    instructions::gemv_stream_chunk(plan, last ? plan.split_last : plan.split_full, ring.slot(at), n0, scale,
                                     part[c & 1], ctx);
     // Past gemv_stream_chunk's barrier: every compute thread has read the slot.
     if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
@@ -476,7 +486,8 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
     // free_after_release), so the loader cannot refill this slot, and put a bulk copy in
     // flight, while thread 0's red.release drains its memory operations (docs/PERFORMANCE.md,
     // row 72). -DAMK_EAGER_RING_FREE frees it at once for the A/B.
-    if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
+    if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[at.slot].arrive();
+    *last_slot = at.slot;
   }
   return AMK_DEVERR_NONE;
 }
@@ -512,6 +523,8 @@ struct Loader {
   uint32_t epoch;
   int32_t staged = 0;      ///< tasks copied into their slots
   int32_t ready = 0;       ///< tasks published to the compute warps
+  RingIndex staged_at;     ///< task `staged`'s place among the task slots (lane 0)
+  RingIndex ready_at;      ///< task `ready`'s
   int next_wait = 0;       ///< the next counter of task `ready` to look at
   uint32_t polls = 0;      ///< polls of task `ready`'s counters so far
   long long next_poll = 0; ///< clock64() before which the counters are not polled again
@@ -545,7 +558,7 @@ struct Loader {
     // met; the poll that would see them waited for it (-1.5% per token on the 1B shape,
     // docs/PERFORMANCE.md row 89). The next task cannot depend on the unstaged one (queue order).
     if (!stopping && staged < n_tasks && (ready == staged || args.stage_while_polling != 0) &&
-        (staged < S || s.task_free[staged % S].test(static_cast<uint32_t>(staged / S - 1))))
+        (staged < S || s.task_free[staged_at.slot].test(staged_at.lap - 1u)))
       return staged;
     // No pause while there is anything left to stream or poll: a freed ring slot must be
     // refilled at once (two slots in flight are all an SM's share of HBM bandwidth has), and
@@ -564,14 +577,15 @@ struct Loader {
     if (args.poll_gate == 0 || ready == 0 || (args.poll_gate == 1 && polls == 0)) return true;
     const int32_t S = args.staged_tasks, prev = ready - 1;
     if (staged > prev + S) return true;
-    return s.task_free[prev % S].test(static_cast<uint32_t>(prev / S));
+    const RingIndex at = ready_at.before(S);  // task prev's
+    return s.task_free[at.slot].test(at.lap);
   }
 
   /// Poll task `ready`'s counters; publish it when they are met, on an error, or when the launch
   /// is being abandoned. Returns whether it published.
   __device__ bool poll_ready() {
     const amk_program_t& p = s.prog;
-    TaskSlot& slot = s.slot[ready % args.staged_tasks];
+    TaskSlot& slot = s.slot[ready_at.slot];
     TaskTiming* rec = args.trace != nullptr ? &args.trace[begin + ready] : nullptr;
     if (rec != nullptr && polls == 0) rec->t_wait_begin = gpu::global_timer_ns();
     int32_t r = poll_counters(p, slot.inst, epoch, &next_wait);
@@ -594,8 +608,9 @@ struct Loader {
 #ifdef AMK_TRACE_PUBLISH  // measurement only (row 89): t_wait_begin = when the loader published
     if (rec != nullptr) rec->t_wait_begin = gpu::global_timer_ns();
 #endif  // AMK_TRACE_PUBLISH
-    s.task_ready[ready % args.staged_tasks].arrive();
+    s.task_ready[ready_at.slot].arrive();
     ++ready;
+    ready_at.step(args.staged_tasks);
     next_wait = 0;
     polls = 0;
     next_poll = 0;
@@ -643,8 +658,10 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
       if constexpr (kPrebind) prebind_task(s.prog, slot);  // returns at once for a blob of another Args
     }
     if (args.prefetch_depth > 0 && args.ring_slots == 0) prefetch_weights(s.prog, slot.inst, lane, gpu::kWarpSize);
-    if (lane == 0) ++ld.staged;
-    else s.task_ready[t % args.staged_tasks].arrive();  // lane 0 arrives last, when it publishes
+    if (lane == 0) {
+      ++ld.staged;
+      ld.staged_at.step(args.staged_tasks);
+    } else s.task_ready[t % args.staged_tasks].arrive();  // lane 0 arrives last, when it publishes
   }
 #if AMK_HAVE_BULK_COPY
   if (lane == 0 && ld.streaming) ld.producer.drain();
@@ -758,12 +775,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   int32_t consumed = 0;  // chunks consumed by the compute warps; the same in every compute thread
   const ChunkTrace chunk_trace = ChunkTrace::of(args, worker);
 #endif  // AMK_HAVE_BULK_COPY
-  for (int32_t t = 0; t < end - begin; ++t) {
+  RingIndex task_at;  // task t's place among the task slots
+  for (int32_t t = 0; t < end - begin; ++t, task_at.step(args.staged_tasks)) {
     const int32_t qi = begin + t;
-    TaskSlot& slot = s.slot[t % args.staged_tasks];
+    TaskSlot& slot = s.slot[task_at.slot];
     TaskTiming* rec = args.trace != nullptr ? &args.trace[qi] : nullptr;  // tracing off: one branch
     if constexpr (kHasLoader) {
-      s.task_ready[t % args.staged_tasks].wait(static_cast<uint32_t>(t / args.staged_tasks));
+      s.task_ready[task_at.slot].wait(task_at.lap);
     } else {  // stage, prefetch and wait ourselves
       stage_task(args, qi, slot, static_cast<int>(threadIdx.x), kComputeThreads);
       if (args.prefetch_depth > 0) prefetch_weights(p, slot.inst, static_cast<int>(threadIdx.x), kComputeThreads);
@@ -783,6 +801,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_TRACE_PROBE
 #if AMK_HAVE_BULK_COPY
     int32_t free_after_release = -1;  // thread 0: the ring slot of this task's last chunk (run_streamed)
+    int32_t last_slot = -1;           // run_streamed's
 #endif  // AMK_HAVE_BULK_COPY
     if (rc == 0) {
 #if AMK_HAVE_BULK_COPY
@@ -794,7 +813,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_CHECK_STREAM_AT_RUN
         const instructions::GemvPlan& plan = slot.args<instructions::GemvPlan>();
         rc = slot.stream_rc != AMK_DEVERR_NONE ? slot.stream_rc
-                                               : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, s.ring_free, chunk_trace);
+                                               : run_streamed(plan, slot.rows_per_chunk, ctx, ring, s.part, &consumed, &last_slot, s.ring_free,
+                                                              chunk_trace);
       } else {
 #ifdef AMK_FOLD_STREAM_LINK
         consumed += slot.fold_chunks;  // a fold on the weight stream (check_streamed)
@@ -804,7 +824,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
         rc = instructions::device_execute(p, slot.inst, ctx);
 #if AMK_HAVE_BULK_COPY
       }
-      if (kDeferLastRingFree && consumed > before) free_after_release = (consumed - 1) % ring.slots;
+      if (kDeferLastRingFree && consumed > before)  // a fold's chunks are counted, not walked: divide
+        free_after_release = last_slot >= 0 ? last_slot : (consumed - 1) % ring.slots;
 #endif  // AMK_HAVE_BULK_COPY
     }
     if (rc != 0) {  // uniform over the compute warps
@@ -837,7 +858,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #endif  // AMK_HAVE_BULK_COPY
     }
     // The slot may be restaged once every compute thread has released its own reads of it.
-    if constexpr (kHasLoader) s.task_free[t % args.staged_tasks].arrive();
+    if constexpr (kHasLoader) s.task_free[task_at.slot].arrive();
   }
 }
 
