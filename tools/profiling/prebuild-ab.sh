@@ -5,6 +5,7 @@
 # "base=" or "inl=-DAMK_LOADER_INLINE"; its amk-bench and amk_gpu_tests go to build-carry/NAME/
 # (tools/, tests/gpu/: a build directory's layout) with ptxas's report of the kernel. On the device:
 #   carry [".deps/root", "build-pack"]; AMK_AB_PREBUILT=build-pack/build-carry.tar.gz bash tools/profiling/build-ab.sh NAME=...
+#   (or `source tools/profiling/carry-env.sh` first: libraries, unpacked variants in $P, fixtures linked)
 # (the variants gathered so far, packed: a call carries 64 MiB at most).
 # Only the CUDA flags differ between the variants: they share one build directory (build-prebuilt),
 # so the host code compiles once and each variant recompiles the CUDA translation units alone.
