@@ -523,8 +523,8 @@ struct Loader {
   uint32_t epoch;
   int32_t staged = 0;      ///< tasks copied into their slots
   int32_t ready = 0;       ///< tasks published to the compute warps
-  RingIndex staged_at;     ///< task `staged`'s place among the task slots (lane 0)
-  RingIndex ready_at;      ///< task `ready`'s
+  RingIndex staged_at{};   ///< task `staged`'s place among the task slots (lane 0)
+  RingIndex ready_at{};    ///< task `ready`'s
   int next_wait = 0;       ///< the next counter of task `ready` to look at
   uint32_t polls = 0;      ///< polls of task `ready`'s counters so far
   long long next_poll = 0; ///< clock64() before which the counters are not polled again
@@ -775,7 +775,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   int32_t consumed = 0;  // chunks consumed by the compute warps; the same in every compute thread
   const ChunkTrace chunk_trace = ChunkTrace::of(args, worker);
 #endif  // AMK_HAVE_BULK_COPY
-  RingIndex task_at;  // task t's place among the task slots
+  RingIndex task_at{};  // task t's place among the task slots
   for (int32_t t = 0; t < end - begin; ++t, task_at.step(args.staged_tasks)) {
     const int32_t qi = begin + t;
     TaskSlot& slot = s.slot[task_at.slot];
