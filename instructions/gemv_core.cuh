@@ -198,7 +198,7 @@ AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tenso
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         if (prologue == kGemvRmsNorm) v[j] = v[j] * scale * a[j];
-        else if (prologue == kGemvSiluMul) v[j] = silu_mul(v[j], a[j]);
+        else if (prologue == kGemvSiluMul) v[j] = silu_mul_fast(v[j], a[j]);
       }
       store_x8(s_x, k, len, planar, v);
     }
@@ -206,7 +206,7 @@ AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tenso
     for (int64_t k = block_tid(); k < len; k += block_threads()) {
       float v = mm.x.load(r * K + c0 + k);
       if (prologue == kGemvRmsNorm) v = v * scale * aux.load(c0 + k);
-      else if (prologue == kGemvSiluMul) v = silu_mul(v, aux.load(r * K + c0 + k));
+      else if (prologue == kGemvSiluMul) v = silu_mul_fast(v, aux.load(r * K + c0 + k));
       s_x[planar ? x_planar_at(k, len) : k] = v;
     }
   }

@@ -181,7 +181,7 @@ AMK_DEVICE float stream_stage_x16(const uint16_t* x, const uint16_t* aux, int32_
         ss = fmaf(v[j], v[j], ss);
         v[j] *= a[j];
       } else if (prologue == kGemvSiluMul) {
-        v[j] = silu_mul(v[j], a[j]);
+        v[j] = silu_mul_fast(v[j], a[j]);
       }
     }
     store_x8(s_x, k, K, planar, v);
@@ -209,6 +209,7 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
                           : static_cast<const uint16_t*>(a.aux.ptr) + (a.prologue == kGemvRmsNorm ? 0 : r * K);
     const float ss = xdt == AMK_DTYPE_BF16 ? stream_stage_x16<AMK_DTYPE_BF16>(x, aux, a.prologue, K, s_x, planar)
                                            : stream_stage_x16<AMK_DTYPE_F16>(x, aux, a.prologue, K, s_x, planar);
+    AMK_PROBE(8, ctx);  // thread 0's share of x is staged (docs/PERFORMANCE.md row 147)
     if (a.prologue == kGemvRmsNorm) return rms_inv(compute_sum(ss, ctx.s_red), K, a.eps);  // its barriers publish s_x
     compute_barrier();
     return 1.0f;

@@ -51,7 +51,8 @@ ir::Program gemv_program(DType xt, DType wt, DType yt, int64_t K, int64_t n_out,
 /// tiles whose rows are longer than small slots, and FUSED RMSNORM_GEMV / SILU_MUL_GEMV_ADD
 /// tiles (the prologue and the residual epilogue on the stream path). With `long_x`, also fused
 /// tiles whose x is longer than one round of the block's threads (several staging rounds: f16
-/// RMSNORM at K 3072, bf16 SILU_MUL at K 6144, whose 12 KiB rows ride slots of 16 KiB and more).
+/// RMSNORM at K 3072, bf16 SILU_MUL and a plain bf16 GEMV at K 6144, whose 12 KiB rows ride slots
+/// of 16 KiB and more).
 ir::Program mixed_stream_program(bool long_x = false) {
   gputest::ProgramBuilder b;
   const int64_t K = 2048, n = 240;
@@ -70,7 +71,7 @@ ir::Program mixed_stream_program(bool long_x = false) {
   const int res = b.buffer("res", BufferKind::IoInput, DType::BF16, {n});
   const int ys = b.buffer("y_silu", BufferKind::IoOutput, DType::BF16, {n});
   const int64_t kh = 3072, kl = 6144, nl = 24;
-  int xh = -1, nwh = -1, wh = -1, yh = -1, xl = -1, upl = -1, wl = -1, resl = -1, yl = -1;
+  int xh = -1, nwh = -1, wh = -1, yh = -1, xl = -1, upl = -1, wl = -1, resl = -1, yl = -1, ypl = -1;
   if (long_x) {
     xh = b.buffer("x_f16", BufferKind::IoInput, DType::F16, {kh});
     nwh = b.buffer("norm_w_f16", BufferKind::Weight, DType::F16, {kh});
@@ -81,6 +82,7 @@ ir::Program mixed_stream_program(bool long_x = false) {
     wl = b.buffer("W_long", BufferKind::Weight, DType::BF16, {nl, kl});
     resl = b.buffer("res_long", BufferKind::IoInput, DType::BF16, {nl});
     yl = b.buffer("y_silu_long", BufferKind::IoOutput, DType::BF16, {nl});
+    ypl = b.buffer("y_plain_long", BufferKind::IoOutput, DType::F32, {nl});
   }
   auto tile = [&](Opcode op, std::vector<int> in, int out, int64_t k, int64_t tile_rows, int t, int sm,
                   const std::string& label) -> ir::Task& {
@@ -102,6 +104,7 @@ ir::Program mixed_stream_program(bool long_x = false) {
     tile(Opcode::Fused, {xh, nwh, wh}, yh, kh, nl / 6, t, sm, "rms_f16.t").params.set("recipe", std::string("RMSNORM_GEMV"));
     tile(Opcode::Fused, {xl, upl, wl, resl}, yl, kl, nl / 6, t, sm, "silu_long.t")
         .params.set("recipe", std::string("SILU_MUL_GEMV_ADD"));
+    tile(Opcode::GemvTile, {xl, wl}, ypl, kl, nl / 6, t, sm, "plain_long.t");
   }
   for (ir::Task& t : b.p.tasks)
     if (t.op == Opcode::Fused) t.params.set("eps", 1e-5);
@@ -124,8 +127,8 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
       INFO(rep.summary());
       CHECK(rep.ring_slots == std::atoi(sh.slots));
       // 24 streamed tiles (gemv, rms, silu, rms_f16) always; the 6 f32 tiles (16 KiB rows) and the
-      // 6 silu_long tiles (12 KiB rows) from 16 KiB slots.
-      CHECK(rep.streamed_tasks == (std::atoi(sh.kib) >= 16 ? 36 : 24));
+      // 6 silu_long and 6 plain_long tiles (12 KiB rows) from 16 KiB slots.
+      CHECK(rep.streamed_tasks == (std::atoi(sh.kib) >= 16 ? 42 : 24));
     }
     Status st = gputest::compare_with_cpu(p, {});
     INFO(st.message());
