@@ -2,7 +2,7 @@
 // staging costs, alone. At each such task's head the whole block turns K raw bf16 values of x (and
 // of its aux vector) into the fp32 planar x the chunk loop reads, while the weight ring, already
 // full, waits (docs/PERFORMANCE.md rows 147-148). Here every block (one per SM, the megakernel's
-// 352 compute threads) finds raw x and aux already in shared memory and converts them in place
+// compute threads) finds raw x and aux already in shared memory and converts them in place
 // with the prologue's arithmetic:
 //   precise  silu_mul (expf and an IEEE division: the CPU VM's function)
 //   fast     silu_mul_fast (the GPU prologues' __expf / __fdividef)
@@ -17,71 +17,58 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #define PROBE_NAME "amk-stage-probe"
 #include "tools/profiling/probe_check.h"
 
+#include "instructions/block_geometry.h"
+#include "instructions/common/dtype.h"
+#include "instructions/gemv_core.cuh"
 #include "instructions/silu_mul.h"
 
 namespace {
 
-constexpr int kThreads = 384, kCompute = 352;  // the megakernel's block: 11 compute warps + the loader
+using amk::instructions::kBlockThreads;    // the megakernel's block
+using amk::instructions::kComputeThreads;  // its compute warps' threads, which stage x
 
 enum Mode : int { kPrecise = 0, kFast = 1, kPlain = 2 };
 
-__device__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-
 /// Block: raw x at bytes [2K, 4K) of shared memory and raw aux at [0, 2K) (the planar layout's hi
-/// and lo planes), converted in place by the compute threads, vector v by thread v mod 352;
-/// cycles[block] = the conversion's clock64 span on thread 0 (after the compute threads' barrier).
+/// and lo planes), converted in place by the compute threads with the kernel's unpack16 and
+/// store_x8, vector v by thread v mod kComputeThreads; cycles[block] = the conversion's clock64
+/// span on thread 0 (after the compute threads' barrier).
 template <int M>
-__global__ void __launch_bounds__(kThreads, 1) stage(const uint4* gx, const uint4* gaux, int K, long long* cycles, float* out) {
+__global__ void __launch_bounds__(kBlockThreads, 1) stage(const uint4* gx, const uint4* gaux, int K, long long* cycles,
+                                                          float* out) {
   extern __shared__ float4 s_raw[];
   char* const base = reinterpret_cast<char*>(s_raw);
   const int vecs = K / 8;
   uint4* const hi = reinterpret_cast<uint4*>(base + 2 * K);
   uint4* const lo = reinterpret_cast<uint4*>(base);
-  for (int v = threadIdx.x; v < vecs; v += kThreads) {
+  for (int v = threadIdx.x; v < vecs; v += kBlockThreads) {
     hi[v] = gx[v];
     lo[v] = gaux[v];
   }
   __syncthreads();
-  if (threadIdx.x >= kCompute) return;
+  if (threadIdx.x >= kComputeThreads) return;
+  namespace ins = amk::instructions;
+  float* const s_x = reinterpret_cast<float*>(base);
   const long long t0 = clock64();
-  for (int v = threadIdx.x; v < vecs; v += kCompute) {
-    const uint4 rx = hi[v], ra = lo[v];
-    const uint32_t wx[4] = {rx.x, rx.y, rx.z, rx.w}, wa[4] = {ra.x, ra.y, ra.z, ra.w};
-    float f[8];
+  for (int v = threadIdx.x; v < vecs; v += kComputeThreads) {
+    float g[8], u[8];
+    ins::unpack16<AMK_DTYPE_BF16>(hi[v], g);
+    ins::unpack16<AMK_DTYPE_BF16>(lo[v], u);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float g[2] = {bf16_lo(wx[j]), bf16_hi(wx[j])}, u[2] = {bf16_lo(wa[j]), bf16_hi(wa[j])};
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        f[2 * j + h] = M == kPrecise ? amk::instructions::silu_mul(g[h], u[h])
-                       : M == kFast  ? amk::instructions::silu_mul_fast(g[h], u[h])
-                                     : g[h] * u[h];
-    }
-    reinterpret_cast<float4*>(lo)[v] = make_float4(f[0], f[1], f[2], f[3]);  // elements 8v .. 8v + 3
-    reinterpret_cast<float4*>(hi)[v] = make_float4(f[4], f[5], f[6], f[7]);  // 8v + 4 .. 8v + 7
+    for (int j = 0; j < 8; ++j)
+      g[j] = M == kPrecise ? ins::silu_mul(g[j], u[j]) : M == kFast ? ins::silu_mul_fast(g[j], u[j]) : g[j] * u[j];
+    ins::store_x8(s_x, 8 * static_cast<int64_t>(v), K, /*planar=*/true, g);  // onto lo[v] and hi[v], just read
   }
-  asm volatile("bar.sync 1, %0;" ::"n"(kCompute) : "memory");
+  ins::compute_barrier();
   const long long t1 = clock64();
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
   if (blockIdx.x == 0)  // block 0's staged x, element order, for the check
-    for (int v = threadIdx.x; v < vecs; v += kCompute) {
-      const float4 a = reinterpret_cast<const float4*>(lo)[v], b = reinterpret_cast<const float4*>(hi)[v];
-      const float e[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      for (int j = 0; j < 8; ++j) out[8 * v + j] = e[j];
-    }
-}
-
-uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    for (int k = threadIdx.x; k < K; k += kComputeThreads) out[k] = s_x[ins::x_planar_at(k, K)];
 }
 
 }  // namespace
@@ -104,8 +91,8 @@ int main(int argc, char** argv) {
   uint32_t seed = 12345u;
   auto next = [&seed] { return (seed = seed * 1664525u + 1013904223u) >> 8; };
   for (int i = 0; i < K; ++i) {
-    hx[i] = to_bf16(static_cast<float>(next() % 65536) / 4096.0f - 8.0f);
-    ha[i] = to_bf16(static_cast<float>(next() % 65536) / 16384.0f - 2.0f);
+    hx[i] = amk::instructions::f32_to_bf16(static_cast<float>(next() % 65536) / 4096.0f - 8.0f);
+    ha[i] = amk::instructions::f32_to_bf16(static_cast<float>(next() % 65536) / 16384.0f - 2.0f);
   }
   uint4 *gx = nullptr, *ga = nullptr;
   long long* cycles = nullptr;
@@ -117,7 +104,7 @@ int main(int argc, char** argv) {
   PROBE_CHECK(cudaMemcpy(gx, hx.data(), K * 2, cudaMemcpyHostToDevice));
   PROBE_CHECK(cudaMemcpy(ga, ha.data(), K * 2, cudaMemcpyHostToDevice));
   std::printf("device: %s (%d SMs, %d MHz); K %d, %d blocks of %d threads (%d converting), median of %d launches\n",
-              prop.name, sms, clock_khz / 1000, K, sms, kThreads, kCompute, launches);
+              prop.name, sms, clock_khz / 1000, K, sms, kBlockThreads, kComputeThreads, launches);
   const char* names[] = {"precise (silu_mul)", "fast (silu_mul_fast)", "plain (x * aux)"};
   std::vector<float> staged[3];
   for (int m = 0; m < 3; ++m) {
@@ -125,7 +112,7 @@ int main(int argc, char** argv) {
     PROBE_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, K * 4));
     std::vector<long long> block0;
     for (int l = 0; l < launches; ++l) {
-      fn<<<sms, kThreads, K * 4>>>(gx, ga, K, cycles, out);
+      fn<<<sms, kBlockThreads, K * 4>>>(gx, ga, K, cycles, out);
       PROBE_CHECK(cudaGetLastError());
       long long c = 0;
       PROBE_CHECK(cudaMemcpy(&c, cycles, sizeof c, cudaMemcpyDeviceToHost));
