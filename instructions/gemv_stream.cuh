@@ -152,13 +152,6 @@ AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const Stre
   else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, s_part);
 }
 
-/// gemv_stream_begin's staging for 2-byte x and aux (DT, contiguous, 16-byte aligned rows) on
-/// plain pointers: one 16-byte load of each per 8 elements, converted with unpack16, where the
-/// generic loop goes through load8's dtype branches. H200, same call: 3.6% per token on the
-/// Llama-1B shape, 2.4% on 8B (docs/PERFORMANCE.md, row 64). Issuing 2 or 4 rounds of loads before
-/// converting any (one round trip for down's K 8192 instead of three) was slower: the kernel's
-/// spills grew (80 -> 176 / 208 bytes). Returns this thread's sum of x^2 (RMSNORM's statistic;
-/// unused otherwise). Whole block, no barrier.
 /// Whether gemv_stream_begin takes stream_stage_x16 where it applies (-DAMK_NO_STAGE16: never, for
 /// A/B measurements of the generic loop).
 #ifdef AMK_NO_STAGE16
@@ -167,24 +160,57 @@ inline constexpr bool kStageX16 = false;
 inline constexpr bool kStageX16 = true;
 #endif  // AMK_NO_STAGE16
 
+/// One staged vector of stream_stage_x16: raw x and aux (already loaded) -> prologue -> s_x.
+template <int DT>
+AMK_DEVICE void stream_stage_vec16(uint4 xr, uint4 ar, int32_t prologue, int64_t k, int64_t K, float* s_x, bool planar,
+                                   float& ss) {
+  float v[8], a[8];
+  unpack16<DT>(xr, v);
+  if (prologue != kGemvPlain) unpack16<DT>(ar, a);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if (prologue == kGemvRmsNorm) {
+      ss = fmaf(v[j], v[j], ss);
+      v[j] *= a[j];
+    } else if (prologue == kGemvSiluMul) {
+      v[j] = silu_mul_fast(v[j], a[j]);
+    }
+  }
+  store_x8(s_x, k, K, planar, v);
+}
+
+/// gemv_stream_begin's staging for 2-byte x and aux (DT, contiguous, 16-byte aligned rows) on
+/// plain pointers: one 16-byte load of each per 8 elements, converted with unpack16, where the
+/// generic loop goes through load8's dtype branches. H200, same call: 3.6% per token on the
+/// Llama-1B shape, 2.4% on 8B (docs/PERFORMANCE.md, row 64). A thread's rounds go two at a time,
+/// both rounds' loads issued before either is converted: one L2 round trip for the 8B's K-4096
+/// rows instead of two, three for down's K 14336 instead of six; heads 0.13-0.45 us shorter, 8B
+/// -0.2% (row 149; -DAMK_NO_STAGE_PAIRS for the A/B), ptxas unchanged. The same idea spilled
+/// when the kernel had fewer registers (80 -> 176 B of spill stores for 2 rounds, 208 for 4).
+/// Returns this thread's sum of x^2 (RMSNORM's statistic; unused otherwise). Whole block, no
+/// barrier.
 template <int DT>
 AMK_DEVICE float stream_stage_x16(const uint16_t* x, const uint16_t* aux, int32_t prologue, int64_t K, float* s_x,
                                   bool planar) {
   float ss = 0.0f;
-  for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
-    float v[8], a[8];
-    unpack16<DT>(*reinterpret_cast<const uint4*>(x + k), v);
-    if (prologue != kGemvPlain) unpack16<DT>(*reinterpret_cast<const uint4*>(aux + k), a);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (prologue == kGemvRmsNorm) {
-        ss = fmaf(v[j], v[j], ss);
-        v[j] *= a[j];
-      } else if (prologue == kGemvSiluMul) {
-        v[j] = silu_mul_fast(v[j], a[j]);
-      }
+  const int64_t step = block_threads() * 8;
+  int64_t k = block_tid() * 8;
+#ifndef AMK_NO_STAGE_PAIRS
+  for (; k + step < K; k += 2 * step) {
+    const uint4 x0 = *reinterpret_cast<const uint4*>(x + k), x1 = *reinterpret_cast<const uint4*>(x + k + step);
+    uint4 a0{}, a1{};
+    if (prologue != kGemvPlain) {
+      a0 = *reinterpret_cast<const uint4*>(aux + k);
+      a1 = *reinterpret_cast<const uint4*>(aux + k + step);
     }
-    store_x8(s_x, k, K, planar, v);
+    stream_stage_vec16<DT>(x0, a0, prologue, k, K, s_x, planar, ss);
+    stream_stage_vec16<DT>(x1, a1, prologue, k + step, K, s_x, planar, ss);
+  }
+#endif  // AMK_NO_STAGE_PAIRS
+  for (; k < K; k += step) {
+    const uint4 xr = *reinterpret_cast<const uint4*>(x + k);
+    const uint4 ar = prologue != kGemvPlain ? *reinterpret_cast<const uint4*>(aux + k) : uint4{};
+    stream_stage_vec16<DT>(xr, ar, prologue, k, K, s_x, planar, ss);
   }
   return ss;
 }
