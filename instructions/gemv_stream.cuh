@@ -185,7 +185,7 @@ AMK_DEVICE void stream_stage_vec16(uint4 xr, uint4 ar, int32_t prologue, int64_t
 /// Llama-1B shape, 2.4% on 8B (docs/PERFORMANCE.md, row 64). A thread's rounds go two at a time,
 /// both rounds' loads issued before either is converted: one L2 round trip for the 8B's K-4096
 /// rows instead of two, three for down's K 14336 instead of six; heads 0.13-0.45 us shorter, 8B
-/// -0.2% (row 149; -DAMK_NO_STAGE_PAIRS for the A/B), ptxas unchanged. The same idea spilled
+/// -0.3% (row 149; -DAMK_NO_STAGE_PAIRS for the A/B), ptxas unchanged. The same idea spilled
 /// when the kernel had fewer registers (80 -> 176 B of spill stores for 2 rounds, 208 for 4).
 /// Returns this thread's sum of x^2 (RMSNORM's statistic; unused otherwise). Whole block, no
 /// barrier.
