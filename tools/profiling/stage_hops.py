@@ -12,6 +12,10 @@ The publish time is only in traces of a build configured with -DCMAKE_CUDA_FLAGS
 on other builds the first two columns mean "first poll" and are printed only for the record.
 Adding -DAMK_TRACE_RELEASE stamps each task's end after its release fence instead of before it,
 so "met" becomes the release and a task's run includes the fence (docs/PERFORMANCE.md row 90).
+With -DAMK_TRACE_POLL_ISSUE instead of -DAMK_TRACE_PUBLISH (not both: each stamps t_wait_begin),
+"publish" is when the loader's poll that saw the counters met went out (docs/PERFORMANCE.md row
+153): publish - met is then how long after the release that poll was issued, run - publish its
+round trip, the acquire fence, the publish and the wake-up.
 docs/PERFORMANCE.md row 89 is the measurement this was written for.
 """
 import collections

@@ -588,7 +588,13 @@ struct Loader {
     TaskSlot& slot = s.slot[ready_at.slot];
     TaskTiming* rec = args.trace != nullptr ? &args.trace[begin + ready] : nullptr;
     if (rec != nullptr && polls == 0) rec->t_wait_begin = gpu::global_timer_ns();
+#ifdef AMK_TRACE_POLL_ISSUE  // measurement only (row 153): t_wait_begin = when the poll that saw the counters met went out
+    const uint64_t t_issue = rec != nullptr ? gpu::global_timer_ns() : 0;
+#endif  // AMK_TRACE_POLL_ISSUE
     int32_t r = poll_counters(p, slot.inst, epoch, &next_wait);
+#ifdef AMK_TRACE_POLL_ISSUE
+    if (rec != nullptr && r == 0) rec->t_wait_begin = t_issue;
+#endif  // AMK_TRACE_POLL_ISSUE
     ++polls;
     if (r == 1) {
       if (polls % kPollCheckEvery == 0 && launch_abandoned(p)) r = -1;
