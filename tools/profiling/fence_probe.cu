@@ -14,6 +14,11 @@
 // median release time in cycles and us (SM clock), and the median landing time of the copies.
 // If "other" is slower than "none", a release pays for copies it does not order, and a release
 // that does not wait for them (PERFORMANCE "What would close the gap") is worth looking for.
+// After the release, thread 0 also times a loader's counter poll as the megakernel issues it
+// (poll_counters: ld.relaxed.gpu of a counter in its own 128-byte line, then fence.acquire.gpu):
+// the poll's round trip and the fence, each alone, while the copies are still landing. A hop
+// waits on one such poll after the last producer's release (row 153): if "other" is much slower
+// than "none" here, the ring's traffic is what lengthens a hop's poll.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,21 +37,25 @@ constexpr int kThreads = 64;               // warp 0: the task's thread 0; warp 
 constexpr uint32_t kCopyBytes = 64 << 10;  // one ring slot
 constexpr int kCopies = 2;                 // the ring's two slots
 constexpr int kReps = 64;
+constexpr int kFlagStride = 32;             // one counter per 128-byte line, as the megakernel's
 
 enum Mode { kNone = 0, kOther = 1, kSelf = 2, kAsync = 3 };
 
 struct Sample {
   long long release;  ///< cycles of thread 0's red.release.gpu
   long long land;     ///< cycles from the copies' issue to their landing (0: none issued)
+  long long poll;     ///< cycles of thread 0's ld.relaxed.gpu of its flag, value consumed
+  long long acquire;  ///< cycles of the fence.acquire.gpu after it
 };
 
 __global__ void __launch_bounds__(kThreads, 1)
-    fence_probe(const char* src, size_t src_bytes, size_t base, uint32_t* counter, uint32_t* out, int mode,
-                Sample* samples) {
+    fence_probe(const char* src, size_t src_bytes, size_t base, uint32_t* counter, uint32_t* out, const uint32_t* flags,
+                int mode, Sample* samples) {
 #if AMK_HAVE_BULK_COPY
   extern __shared__ __align__(128) char ring[];
   __shared__ uint64_t bars[kCopies];
   __shared__ long long issued_at;
+  __shared__ volatile uint32_t sink;
   const int t = static_cast<int>(threadIdx.x);
   if (t == 0) {
     for (int i = 0; i < kCopies; ++i) amk::gpu::mbarrier_init(&bars[i]);
@@ -79,6 +88,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
       const long long t1 = clock64();
       samples[blockIdx.x * kReps + rep].release = t1 - t0;
+      // The poll: a relaxed load from L2 (it bypasses L1), its value consumed before the clock is
+      // read again, then the acquire fence a met counter takes (an L1 invalidate on sm_90).
+      const uint32_t* flag = flags + blockIdx.x * kFlagStride;
+      uint32_t v;
+      const long long t2 = clock64();
+      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+      sink = v;  // a store of the value: the clock below waits for the load to return
+      const long long t3 = clock64();
+      asm volatile("fence.acquire.gpu;" ::: "memory");
+      const long long t4 = clock64();
+      samples[blockIdx.x * kReps + rep].poll = t3 - t2;
+      samples[blockIdx.x * kReps + rep].acquire = t4 - t3;
     }
     if (mode == kAsync && t >= 32) {
       asm volatile("cp.async.wait_all;" ::: "memory");
@@ -92,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the slots are free again
   }
 #else
-  (void)src, (void)src_bytes, (void)base, (void)counter, (void)out, (void)mode, (void)samples;
+  (void)src, (void)src_bytes, (void)base, (void)counter, (void)out, (void)flags, (void)mode, (void)samples;
 #endif  // AMK_HAVE_BULK_COPY
 }
 
@@ -116,43 +137,50 @@ int main() {
   }
   const size_t src_bytes = size_t{1} << 31;  // 2 GiB: 40x the L2
   char* src = nullptr;
-  uint32_t *counter = nullptr, *out = nullptr;
+  uint32_t *counter = nullptr, *out = nullptr, *flags = nullptr;
   Sample* samples = nullptr;
   PROBE_CHECK(cudaMalloc(&src, src_bytes));
   PROBE_CHECK(cudaMemset(src, 1, src_bytes));
   PROBE_CHECK(cudaMalloc(&counter, sizeof(uint32_t)));
   PROBE_CHECK(cudaMalloc(&out, sizeof(uint32_t) * sms));
+  PROBE_CHECK(cudaMalloc(&flags, sizeof(uint32_t) * kFlagStride * sms));
+  PROBE_CHECK(cudaMemset(flags, 0, sizeof(uint32_t) * kFlagStride * sms));
   PROBE_CHECK(cudaMalloc(&samples, sizeof(Sample) * sms * kReps));
   const int smem = kCopies * static_cast<int>(kCopyBytes);
   PROBE_CHECK(cudaFuncSetAttribute(fence_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  std::printf("%s on %s (%d SMs, %.2f GHz): thread 0's red.release.gpu with 2 x 64 KiB bulk copies in flight or not\n",
+  std::printf("%s on %s (%d SMs, %.2f GHz): thread 0's red.release.gpu, then a counter poll (ld.relaxed.gpu +\n"
+              "fence.acquire.gpu), with 2 x 64 KiB bulk copies in flight or not; medians in us (SM clock)\n",
               PROBE_NAME, prop.name, sms, khz / 1e6);
-  std::printf("%-6s %-6s %10s %9s %14s\n", "blocks", "mode", "release", "us", "copies land us");
+  std::printf("%-6s %-6s %10s %9s %9s %9s %14s\n", "blocks", "mode", "release", "us", "poll us", "acq us",
+              "copies land us");
   const char* names[] = {"none", "other", "self", "async"};
   for (int blocks : {1, sms}) {
     for (int mode : {kNone, kOther, kSelf, kAsync}) {
       PROBE_CHECK(cudaMemset(counter, 0, sizeof(uint32_t)));
       // A warm-up launch (code, TLB), then the timed one on other bytes: its copies come from HBM.
-      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, 0, counter, out, mode, samples);
-      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, src_bytes / 2, counter, out, mode, samples);
+      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, 0, counter, out, flags, mode, samples);
+      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, src_bytes / 2, counter, out, flags, mode, samples);
       PROBE_CHECK(cudaGetLastError());
       PROBE_CHECK(cudaDeviceSynchronize());
       std::vector<Sample> h(static_cast<size_t>(blocks) * kReps);
       PROBE_CHECK(cudaMemcpy(h.data(), samples, sizeof(Sample) * h.size(), cudaMemcpyDeviceToHost));
-      std::vector<long long> rel, land;
+      std::vector<long long> rel, land, poll, acq;
       for (size_t i = 0; i < h.size(); ++i) {
         if (i % kReps == 0) continue;  // each block's first repetition: cold code
         rel.push_back(h[i].release);
         land.push_back(h[i].land);
+        poll.push_back(h[i].poll);
+        acq.push_back(h[i].acquire);
       }
-      const double ghz = khz / 1e6;
-      std::printf("%-6d %-6s %10lld %9.3f %14.3f\n", blocks, names[mode], median(rel), median(rel) / ghz / 1e3,
-                  median(land) / ghz / 1e3);
+      const double us = 1e3 * khz / 1e6;  // cycles per us
+      std::printf("%-6d %-6s %10lld %9.3f %9.3f %9.3f %14.3f\n", blocks, names[mode], median(rel), median(rel) / us,
+                  median(poll) / us, median(acq) / us, median(land) / us);
     }
   }
   PROBE_CHECK(cudaFree(src));
   PROBE_CHECK(cudaFree(counter));
   PROBE_CHECK(cudaFree(out));
+  PROBE_CHECK(cudaFree(flags));
   PROBE_CHECK(cudaFree(samples));
   return 0;
 }
