@@ -23,9 +23,20 @@ struct Tensor {
   bool contiguous = true;  ///< strides are the dense row-major ones: offset(i) == i
 
   /// Storage offset (in elements) of flat element i.
-  AMK_HD int64_t offset(int64_t i) const {
-    if (contiguous) return i;
+  AMK_HD int64_t offset(int64_t i) const { return contiguous ? i : strided_offset(i); }
+  /// offset() of a view that is not contiguous: the walk over its dimensions. Kept rolled on the
+  /// GPU: every lowered program's tensors are contiguous, and unrolled to AMK_MAX_RANK steps of
+  /// 64-bit divisions at each inlined load and store of every micro-kernel, this walk was ~70% of
+  /// the persistent kernel's 3.5 MB of code (1.8 MB rolled), spread between the hot instructions
+  /// of its callers: the code a once-per-layer task fetches cold (the attention task ~-0.5 us,
+  /// Llama-1B -1.2%, 8B -0.9%; docs/PERFORMANCE.md row 156). Out of line instead (a call at each
+  /// site), ptxas spilled around the calls and every stage slowed. -DAMK_TENSOR_OFFSET_UNROLLED
+  /// restores the unrolled walk for the A/B.
+  AMK_HD int64_t strided_offset(int64_t i) const {
     int64_t off = 0;
+#if !defined(AMK_TENSOR_OFFSET_UNROLLED) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__))
+#pragma unroll 1
+#endif  // !AMK_TENSOR_OFFSET_UNROLLED, device pass
     for (int32_t d = rank - 1; d >= 0; --d) {
       off += (i % shape[d]) * stride[d];
       i /= shape[d];
