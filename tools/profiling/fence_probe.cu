@@ -37,7 +37,7 @@ constexpr int kThreads = 64;               // warp 0: the task's thread 0; warp 
 constexpr uint32_t kCopyBytes = 64 << 10;  // one ring slot
 constexpr int kCopies = 2;                 // the ring's two slots
 constexpr int kReps = 64;
-constexpr int kFlagStride = 32;             // one counter per 128-byte line, as the megakernel's
+constexpr int kFlagStride = 32;            // one counter per 128-byte line, as the megakernel's
 
 enum Mode { kNone = 0, kOther = 1, kSelf = 2, kAsync = 3 };
 
