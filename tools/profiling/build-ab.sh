@@ -11,7 +11,8 @@
 #   default [gpu]), AMK_AB_ROUNDS (2), AMK_AB_CTX (the 1B --ctx list, 128),
 #   AMK_AB_PREBUILT=DIR or its .tar.gz (run DIR/NAME/tools/amk-bench and tests/gpu/amk_gpu_tests, built without a GPU by
 #   tools/profiling/prebuild-ab.sh, instead of building here: the variants' arguments are then
-#   only labels)
+#   only labels), AMK_AB_ARGS (more amk-bench decode flags for every run, e.g. "--baseline none" for
+#   a timing emulation whose results are wrong on purpose: docs/PERFORMANCE.md rows 137, 159)
 set -u -o pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 LOGS="${OUT:-$ROOT/build-ab-logs}"
@@ -78,8 +79,9 @@ done
 
 bench() {  # variant, round, model tag, model config, ctx list
   local out="$LOGS/bench-$1-$3-$2"
+  # shellcheck disable=SC2086  # AMK_AB_ARGS is a word list
   timeout 300 "$(bench_of "$1")" decode --model "$ROOT/tests/fixtures/configs/$4" --ctx "$5" \
-    --tokens 30 --json >"$out.json" 2>"$out.err"
+    --tokens 30 --json ${AMK_AB_ARGS:-} >"$out.json" 2>"$out.err"
   R[$1.$3]="${R[$1.$3]:-}$(python3 -c "
 import json; j = json.load(open('$out.json')); print(' '.join(f\"{r['amk_ms_per_token']:.3f}\" for r in j['results']) + ' |')
 " 2>/dev/null || echo "FAILED: $(tail -1 "$out.err") |") "
@@ -97,7 +99,7 @@ for round in $(seq 1 "${AMK_AB_ROUNDS:-2}"); do
   done
 done
 
-echo "================ build-ab (ms per token, one column per round; launch: empty / per task / per hop us) ================"
+echo "================ build-ab (ms per token, one column per round; launch: empty / per task / per hop us)${AMK_AB_ARGS:+; decode flags: $AMK_AB_ARGS} ================"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 for n in "${names[@]}"; do
   printf '%-10s [%s]\n' "$n" "${ARGS[$n]}"
