@@ -94,9 +94,6 @@ struct RingView {
   uint64_t* bars;
   int32_t slots, slot_bytes;
 
-#ifdef AMK_FOLD_STREAM_LINK  // the fold counts its chunks; run_streamed steps a RingIndex
-  __device__ char* slot(int32_t n) const { return base + static_cast<int64_t>(n % slots) * slot_bytes; }
-#endif  // AMK_FOLD_STREAM_LINK
   __device__ uint64_t* bar(int32_t n) const { return &bars[n % slots]; }
   /// Every calling thread: wait until chunk n has landed (its bytes are then visible to it).
   __device__ void wait(int32_t n) const { gpu::mbarrier_wait_parity(bar(n), (n / slots) & 1); }
@@ -426,20 +423,21 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
     for (int e = 0; e < 8; ++e) sums.v[q][e] = 0.0f;
   const auto task_rows = static_cast<int32_t>(plan.mm.n_end - plan.mm.n_begin);
   const auto rpc = static_cast<int32_t>(rows_per_chunk);
-  for (int32_t r0 = 0; r0 < task_rows; r0 += rpc) {
+  RingIndex at = RingIndex::of(first, ring.slots);  // one division per task, none per chunk (row 143)
+  for (int32_t r0 = 0; r0 < task_rows; r0 += rpc, at.step(ring.slots)) {
     const bool last = task_rows - r0 <= rpc;
     const int32_t c = first++;
     ChunkTiming* rec = threadIdx.x == 0 ? trace.at(c) : nullptr;
     if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
-    ring.wait(c);
+    ring.wait(at);
     if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
-    instructions::fold_stream_chunk<DT>(ring.slot(c), row_vecs, r0, last ? task_rows : r0 + rpc, plan.split_full,
+    instructions::fold_stream_chunk<DT>(ring.slot(at), row_vecs, r0, last ? task_rows : r0 + rpc, plan.split_full,
                                         scale, ctx.s_work, s_act, part[c & 1], sums);
     if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
     // Each thread's own reads of the slot are done (its down^T loads were its last): release them,
     // except thread 0 on the task's last chunk (the kernel loop's free_after_release, as for
     // run_streamed: eagerly, a refill's bulk copy in flight held up the release).
-    if (!(kDeferLastRingFree && !kFoldEagerFree && last && threadIdx.x == 0)) ring_free[c % ring.slots].arrive();
+    if (!(kDeferLastRingFree && !kFoldEagerFree && last && threadIdx.x == 0)) ring_free[at.slot].arrive();
   }
   instructions::fold_add_sums<DT>(static_cast<float*>(plan.mm.y.ptr), row_vecs, sums);
 }
