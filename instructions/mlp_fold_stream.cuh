@@ -76,17 +76,34 @@ AMK_DEVICE void fold_down_rows(const char* w, int32_t row_vecs, int32_t r0, int3
   }
 }
 
+/// -DAMK_FOLD_CHUNK_PROBE=N (measurement only): in a traced launch, thread 0 stamps the chunk's
+/// t_ready after the chunk's first (N = 1) or second (N = 2) barrier instead of when its bytes
+/// landed, so chunk_timeline.py's `math` is what follows that barrier. Three builds split a
+/// chunk's arithmetic into the gate / up dots, the activations and the down^T rows.
+#ifdef AMK_FOLD_CHUNK_PROBE
+inline constexpr int kFoldChunkProbe = AMK_FOLD_CHUNK_PROBE;
+#else
+inline constexpr int kFoldChunkProbe = 0;
+#endif  // AMK_FOLD_CHUNK_PROBE
+
 /// One chunk: task rows [r0, r1) at `w` (shared memory). `scale` is gemv_stream_begin's 1 / rms;
 /// `s_act` the task's activations by column (a column's gate dot waits there while its up row is
-/// still to come). Whole block: two barriers; every thread's reads of the slot are done when it
-/// returns (its own down^T loads last), so each may release the slot at once.
+/// still to come). `probe`: kFoldChunkProbe's stamp (thread 0 in a traced launch; else null).
+/// `w`, `s_x`, `s_act` and `s_part` should be known to the compiler as shared memory (the caller's
+/// gpu::assume_shared on their bases), or every access through them is a generic one.
+/// Whole block: two barriers; every thread's reads of the slot are done when it returns (its own
+/// down^T loads last), so each may release the slot at once.
 template <int DT>
 AMK_DEVICE void fold_stream_chunk(const char* w, int32_t row_vecs, int32_t r0, int32_t r1, const StreamSplit& sp,
-                                  float scale, const float* s_x, float* s_act, float* s_part, FoldSums& sums) {
+                                  float scale, const float* s_x, float* s_act, float* s_part, FoldSums& sums,
+                                  uint64_t* probe) {
   int32_t jf;
   const int32_t pieces = fold_chunk_pieces(r0, r1, &jf);
   fold_gate_up_items<DT>(w, row_vecs, r0, r1, jf, pieces, sp, s_x, s_part);
   compute_barrier();  // the partial sums are written
+  if constexpr (kFoldChunkProbe == 1) {
+    if (probe != nullptr) *probe = gpu::global_timer_ns();
+  }
   const int t = static_cast<int>(threadIdx.x);
   if (t < pieces) {
     const int32_t j = jf + t, gate = 3 * j;
@@ -99,12 +116,15 @@ AMK_DEVICE void fold_stream_chunk(const char* w, int32_t row_vecs, int32_t r0, i
     if (gate + 1 < r1) {
       float u = 0.0f;
       for (int s = 0; s < sp.nseg; ++s) u += s_part[(2 * t + 1) * sp.nseg + s];
-      s_act[j] = silu_mul(g * scale, u * scale);
+      s_act[j] = silu_mul(g * scale, u * scale);  // silu_mul_fast: no gain (row 162)
     } else {
       s_act[j] = g;  // the up row comes in the next chunk
     }
   }
   compute_barrier();  // the activations are written
+  if constexpr (kFoldChunkProbe == 2) {
+    if (probe != nullptr) *probe = gpu::global_timer_ns();
+  }
   fold_down_rows<DT>(w, row_vecs, r0, r1, s_act, sums);
 }
 

@@ -447,6 +447,26 @@ AMK_DEVICE uint4 load_stream16(const void* p) {
 #endif  // AMK_USE_HIP
 }
 
+/// Tells the compiler that `p` points into shared memory, so that the accesses through it become
+/// ld.shared / st.shared with 32-bit addresses instead of generic ones. nvcc infers that by itself
+/// only where the pointer visibly comes from a __shared__ array; a pointer read from memory (the
+/// kernel's SharedState, a DeviceCtx) or passed into a __noinline__ function stays generic: the
+/// streamed fold's chunk loop (mlp_fold_streamed) had not one shared load (docs/PERFORMANCE.md
+/// row 163). Undefined behaviour if `p` is not shared memory: callers pass only the work area,
+/// the ring and the kernel's SharedState. On HIP nothing (there is no __isShared).
+/// Once per base pointer, never again on a pointer derived from one already assumed: nvcc 13.0
+/// folds `__isShared(q + k)` to false after `__builtin_assume(__isShared(q))`, so the second
+/// assumption makes the code after it unreachable and deletes it (a streamed fold whose chunk loop
+/// vanished and hung; the 4-line reproducer is in row 163). Derived pointers need none: the
+/// compiler carries the address space through the arithmetic.
+AMK_DEVICE void assume_shared(const void* p) {
+#if defined(__CUDA_ARCH__)
+  __builtin_assume(__isShared(p));
+#else
+  (void)p;
+#endif  // __CUDA_ARCH__
+}
+
 /// A device-wide clock for traces, in nanoseconds: %globaltimer on CUDA (the same clock in every
 /// SM, unlike clock64); on AMD the constant-rate wall clock, converted with its nominal 100 MHz
 /// (hipDeviceAttributeWallClockRate reports it; the trace only needs a common, monotonic clock).

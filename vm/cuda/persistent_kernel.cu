@@ -415,7 +415,16 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
                                             float (*part)[instructions::kStreamPartials], int32_t first,
                                             StageHandoff* ring_free, const ChunkTrace& trace) {
   const int32_t row_vecs = static_cast<int32_t>(plan.mm.K / instructions::kFoldEpv<DT>);
-  float* const s_act = ctx.s_work + plan.mm.K;  // one per column, beside x (check_streamed checked the room)
+  // This runs inside mlp_fold_streamed, a __noinline__ function, where the pointers into shared
+  // memory come from the DeviceCtx and the SharedState: tell the compiler, once per base (never on
+  // a pointer derived from one already assumed: gpu::assume_shared), so that the chunk's accesses
+  // are ld.shared / st.shared (docs/PERFORMANCE.md row 163).
+  float* const s_x = ctx.s_work;
+  gpu::assume_shared(s_x);
+  const RingView rv = ring;  // a copy: a barrier's memory clobber would reload ring.base, unassumed
+  gpu::assume_shared(rv.base);
+  gpu::assume_shared(part);
+  float* const s_act = s_x + plan.mm.K;  // one per column, beside x (check_streamed checked the room)
   instructions::FoldSums sums;
 #pragma unroll
   for (int q = 0; q < static_cast<int>(instructions::kFoldVecsPerThread); ++q)
@@ -431,8 +440,9 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
     if (rec != nullptr) rec->t_wait = gpu::global_timer_ns();
     ring.wait(at);
     if (rec != nullptr) rec->t_ready = gpu::global_timer_ns();
-    instructions::fold_stream_chunk<DT>(ring.slot(at), row_vecs, r0, last ? task_rows : r0 + rpc, plan.split_full,
-                                        scale, ctx.s_work, s_act, part[c & 1], sums);
+    instructions::fold_stream_chunk<DT>(rv.slot(at), row_vecs, r0, last ? task_rows : r0 + rpc, plan.split_full,
+                                        scale, s_x, s_act, part[c & 1], sums,
+                                        rec != nullptr ? &rec->t_ready : nullptr);
     if (rec != nullptr) rec->t_done = gpu::global_timer_ns();
     // Each thread's own reads of the slot are done (its down^T loads were its last): release them,
     // except thread 0 on the task's last chunk (the kernel loop's free_after_release, as for
