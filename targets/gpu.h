@@ -454,11 +454,11 @@ AMK_DEVICE uint4 load_stream16(const void* p) {
 /// streamed fold's chunk loop (mlp_fold_streamed) had not one shared load (docs/PERFORMANCE.md
 /// row 163). Undefined behaviour if `p` is not shared memory: callers pass only the work area,
 /// the ring and the kernel's SharedState. On HIP nothing (there is no __isShared).
-/// Once per base pointer, never again on a pointer derived from one already assumed: nvcc 13.0
-/// folds `__isShared(q + k)` to false after `__builtin_assume(__isShared(q))`, so the second
-/// assumption makes the code after it unreachable and deletes it (a streamed fold whose chunk loop
-/// vanished and hung; the 4-line reproducer is in row 163). Derived pointers need none: the
-/// compiler carries the address space through the arithmetic.
+/// Once per base pointer: nvcc 13.0 folds the second of two assumptions on pointers derived from
+/// one base (q and q + k, or &s->a and &s->c) to false, which makes the code after it unreachable
+/// and deletes it (a streamed fold whose chunk loop vanished and hung; the 4-line reproducer is in
+/// row 163). Assume on the base (the struct, the array) instead: derived pointers need none, the
+/// compiler carries the address space through the arithmetic. Independent pointers are fine.
 AMK_DEVICE void assume_shared(const void* p) {
 #if defined(__CUDA_ARCH__)
   __builtin_assume(__isShared(p));
