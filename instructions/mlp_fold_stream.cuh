@@ -85,6 +85,7 @@ inline constexpr int kFoldChunkProbe = AMK_FOLD_CHUNK_PROBE;
 #else
 inline constexpr int kFoldChunkProbe = 0;
 #endif  // AMK_FOLD_CHUNK_PROBE
+static_assert(kFoldChunkProbe >= 0 && kFoldChunkProbe <= 2, "AMK_FOLD_CHUNK_PROBE is 1 or 2 (a barrier)");
 
 /// One chunk: task rows [r0, r1) at `w` (shared memory). `scale` is gemv_stream_begin's 1 / rms;
 /// `s_act` the task's activations by column (a column's gate dot waits there while its up row is

@@ -416,9 +416,9 @@ __device__ __forceinline__ void fold_chunks(const instructions::GemvPlan& plan, 
                                             StageHandoff* ring_free, const ChunkTrace& trace) {
   const int32_t row_vecs = static_cast<int32_t>(plan.mm.K / instructions::kFoldEpv<DT>);
   // This runs inside mlp_fold_streamed, a __noinline__ function, where the pointers into shared
-  // memory come from the DeviceCtx and the SharedState: tell the compiler, once per base (never on
-  // a pointer derived from one already assumed: gpu::assume_shared), so that the chunk's accesses
-  // are ld.shared / st.shared (docs/PERFORMANCE.md row 163).
+  // memory come from the DeviceCtx and the SharedState: tell the compiler, once per base (never
+  // twice on one base: gpu::assume_shared), so that the chunk's accesses are ld.shared /
+  // st.shared (docs/PERFORMANCE.md row 163).
   float* const s_x = ctx.s_work;
   gpu::assume_shared(s_x);
   const RingView rv = ring;  // a copy: a barrier's memory clobber would reload ring.base, unassumed
