@@ -18,7 +18,9 @@ namespace amk::instructions {
 /// from ctx's shared-memory pointers. Reached through fused_run's call: a call site of its own
 /// in the kernel loop, or ring fields in DeviceCtx, moved ptxas's allocation of the whole kernel
 /// (docs/PERFORMANCE.md rows 138-139).
-__device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx);  // CUDA only, one definition
+/// Internal linkage: the default and the fold kernel's translation units both define it in
+/// builds whose flags define AMK_FOLD_STREAM (the A/B of docs/PERFORMANCE.md row 160).
+static __device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx);  // CUDA only
 #endif  // AMK_FOLD_STREAM_LINK
 
 /// RMSNORM_MLP_FOLD, whole block. BAD_PARAMS when x and the tile's activations do not fit the

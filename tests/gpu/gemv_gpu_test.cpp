@@ -126,6 +126,7 @@ TEST_CASE("gpu weight stream: every ring shape gives the CPU reference's results
       const vm::GpuKernelReport rep = kernel_report(p);
       INFO(rep.summary());
       CHECK(rep.ring_slots == std::atoi(sh.slots));
+      CHECK(rep.kernel == "default");  // no folds: the kernel without the fold's streamed path
       // 24 streamed tiles (gemv, rms, silu, rms_f16) always; the 6 f32 tiles (16 KiB rows) and the
       // 6 silu_long and 6 plain_long tiles (12 KiB rows) from 16 KiB slots.
       CHECK(rep.streamed_tasks == (std::atoi(sh.kib) >= 16 ? 42 : 24));

@@ -1,9 +1,8 @@
 // tests/gpu/mlp_fold_gpu_test.cpp: the MLP fold (docs/FOLD.md) on the CUDA VM. The tiny Llama
-// lowered with the fold reproduces Hugging Face transformers on the plain fold (AMK_RING=0, and
-// every build without -DAMK_FOLD_STREAM) and, in -DAMK_FOLD_STREAM builds on sm_90, on the weight
-// stream's fold (whole columns per chunk, and columns spanning chunks), in fp32 and bf16; two runs
-// agree to fp32 rounding (their
-// atomic adds may land in another order) and on every token.
+// lowered with the fold reproduces Hugging Face transformers on the plain fold (AMK_RING=0) and,
+// on sm_90, on the fold kernel's weight-stream fold (whole columns per chunk, and columns
+// spanning chunks), in fp32 and bf16; two runs agree to fp32 rounding (their atomic adds may land
+// in another order) and on every token.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
@@ -116,8 +115,11 @@ TEST_CASE("gpu fold: the tiny llama with the MLP fold matches transformers (fp32
                  (t.op == ir::Opcode::Fused && t.params.get_string("recipe")->find("GEMV") != std::string::npos);
         });
         CHECK(folds > 0);
-        // Folds ride the ring in -DAMK_FOLD_STREAM builds; otherwise they run the plain fold.
-        CHECK(rep->streamed_tasks == (rep->fold_streams ? folds : 0) + gemvs);
+        // A program with folds runs the fold kernel, whose folds ride the ring (the default
+        // kernel would run them on the plain path: persistent_kernel.h, KernelEntry).
+        CHECK(rep->kernel == "fold");
+        CHECK(rep->fold_streams);
+        CHECK(rep->streamed_tasks == folds + gemvs);
       }
       auto s = open_cuda(p);
       CHECK_FALSE(s->bit_reproducible());

@@ -121,7 +121,7 @@ class CudaExecutor final : public Executor {
     const auto t0 = std::chrono::steady_clock::now();
     AMK_GPU_TRY(gpu::memcpy_h2d_async(d_stage_, h_stage_, stage_bytes_, stream_));
     AMK_GPU_TRY(gpu::event_record(ev_begin_, stream_));
-    Status s = gpuvm::kernel_launch(args, workers_, dyn_smem_, stream_);
+    Status s = kernel_.launch(args, workers_, dyn_smem_, stream_);
     if (!s) {
       (void)zero_counters();
       return s;
@@ -266,6 +266,13 @@ class CudaExecutor final : public Executor {
   /// depth, and the co-residency check.
   Status choose_launch_shape(const GpuOptions& options) {
     const amk_program_t& prog = image_.view();
+    // The fold kernel only for programs with folds: the default one runs every other program
+    // faster (persistent_kernel.h, KernelEntry).
+    bool has_fold = false;
+    for (int32_t t = 0; t < prog.n_instructions && !has_fold; ++t)
+      has_fold = prog.instructions[t].op == AMK_OP_FUSED &&
+                 instructions::fused_recipe(prog.instructions[t]) == instructions::kRecipeMlpFold;
+    kernel_ = has_fold ? gpuvm::fold_kernel() : gpuvm::default_kernel();
     int64_t want = 4096;  // floats: 16 KiB floor
     const int64_t warps = instructions::kComputeWarps;  // the warps that run micro-kernels
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
@@ -286,7 +293,7 @@ class CudaExecutor final : public Executor {
     }
     want = std::max<int64_t>(want, 2 * gpu::kMaxWarps);
     KernelResources res;
-    Status s = gpuvm::kernel_resources(0, &res);
+    Status s = kernel_.resources(0, &res);
     if (!s) return s;
     // Rounded up to whole 32-byte units like the work area itself (11 compute warps: 3096 floats).
     const auto min_floats = static_cast<int64_t>(
@@ -306,7 +313,7 @@ class CudaExecutor final : public Executor {
     // L1 for the same kernel (measuring what a larger shared area costs, docs/PERFORMANCE.md row 118).
     if (const char* env = std::getenv("AMK_SMEM_PAD_KIB"); env != nullptr && std::atoi(env) > 0)
       dyn_smem_ += size_t{1024} * static_cast<size_t>(std::atoi(env));
-    s = gpuvm::kernel_resources(dyn_smem_, &res);
+    s = kernel_.resources(dyn_smem_, &res);
     if (!s) return s;
     if (!res.cooperative)
       return Status(StatusCode::Unsupported, "device " + report_.device + " does not support cooperative launch");
@@ -331,6 +338,7 @@ class CudaExecutor final : public Executor {
       staged = std::clamp(std::atoi(env), 1, gpuvm::kMaxStagedTasks);
     if (instructions::kLoaderWarps == 0) staged = 1;  // HIP: the compute wavefronts stage each task
 
+    report_.kernel = kernel_.name;
     report_.workers = workers_;
     report_.sm_count = res.sm_count;
     report_.blocks_per_sm = res.blocks_per_sm;
@@ -444,7 +452,7 @@ class CudaExecutor final : public Executor {
     if (inst.op != AMK_OP_GEMV_TILE && inst.op != AMK_OP_GEMM_TILE && inst.op != AMK_OP_FUSED) return false;
     instructions::GemvPlan plan;
     if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) return false;
-    if (plan.fold && !gpuvm::kernel_streams_folds()) return false;  // -DAMK_FOLD_STREAM builds only
+    if (plan.fold && !kernel_.streams_folds) return false;  // the fold kernel's (or a -DAMK_FOLD_STREAM build's)
     // The fold's chunks hold whole triples; one that does not ride the ring runs mlp_fold_run.
     const int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
                                                                              instructions::kComputeThreads)
@@ -489,7 +497,7 @@ class CudaExecutor final : public Executor {
     args_.queue_insts = nullptr;
     args_.blobs = nullptr;
     report_.streamed_tasks = 0;
-    report_.fold_streams = gpuvm::kernel_streams_folds();
+    report_.fold_streams = kernel_.streams_folds;
     amk_program_t view = image_.view();
     view.buffers = const_cast<amk_buffer_t*>(device_buffers.data());
     view.step = nullptr;  // step-dependent operands are bound on the device (bind_*_step)
@@ -758,6 +766,7 @@ class CudaExecutor final : public Executor {
   int64_t ring_skew_ = gpuvm::kRingSkewDefault;  ///< bytes past a 1024-byte boundary (dyn_smem_layout.h)
   /// Most weight bytes a task may stream through the ring (stream_share).
   static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
+  gpuvm::KernelEntry kernel_ = gpuvm::default_kernel();  ///< chosen by choose_launch_shape for the program
   uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
   int32_t split_rows_per_item_ = 0;  ///< AMK_STREAM_ROWS_PER_ITEM (0: gemv_stream_split decides), read by choose_ring
   int32_t split_seg_blocks_ = 0;     ///< AMK_STREAM_SEG_BLOCKS (0: gemv_stream_split decides), read by choose_ring
@@ -772,7 +781,7 @@ inline namespace AMK_GPU_VENDOR_NS {  // CUDA and HIP builds link side by side
 
 std::string GpuKernelReport::summary() const {
   std::ostringstream o;
-  o << device << ": " << workers << " workers x " << threads_per_block << " threads (" << blocks_per_sm
+  o << device << ": " << kernel << " kernel, " << workers << " workers x " << threads_per_block << " threads (" << blocks_per_sm
     << " block(s)/SM resident on " << sm_count << " SMs), " << regs_per_thread << " regs/thread, "
     << local_bytes_per_thread << " B local/thread, smem " << static_smem_bytes << " B static + " << dyn_smem_bytes
     << " B dynamic, " << loader_warps << " loader warp(s) staging " << staged_tasks << " task(s) ahead"

@@ -51,7 +51,10 @@ struct GpuKernelReport {
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
-  bool fold_streams = false;  ///< RMSNORM_MLP_FOLD tasks may ride it (-DAMK_FOLD_STREAM builds)
+  bool fold_streams = false;  ///< RMSNORM_MLP_FOLD tasks may ride it (the fold kernel, on sm_90)
+  /// Which persistent kernel runs the program (persistent_kernel.h, KernelEntry): "fold" for
+  /// programs with RMSNORM_MLP_FOLD tasks, "default" otherwise.
+  std::string kernel = "default";
   int task_blob_bytes = 0;                  ///< host-decoded operands per queue slot (task_blob.h)
   /// One line for logs.
   std::string summary() const;

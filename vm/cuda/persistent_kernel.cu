@@ -40,6 +40,8 @@
 // -DAMK_FOLD_STREAM: RMSNORM_MLP_FOLD tasks ride the weight stream (mlp_fold_streamed, below).
 // Defined before the micro-kernels are included: fused_run hands a streamed fold to
 // mlp_fold_streamed, which finds the ring and the task's chunks from the kernel's shared state.
+// vm/cuda/persistent_kernel_fold.cu defines it and AMK_FOLD_KERNEL_TU and includes this file: the
+// fold kernel (fold_kernel()), whose kernel and host functions live in namespace fold_tu.
 #if defined(AMK_FOLD_STREAM) && !defined(AMK_USE_HIP)  // host and device passes alike
 #define AMK_FOLD_STREAM_LINK 1
 #endif  // AMK_FOLD_STREAM
@@ -693,7 +695,7 @@ namespace amk::instructions {
 /// rmsnorm(x) * norm_w, consume the chunks of triples from slot.first_chunk on, then add the
 /// task's sums into the output. The kernel loop counted them consumed already
 /// (TaskSlot::fold_chunks) and frees the last one after the task's release.
-__device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx) {
+static __device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx) {
 #if AMK_HAVE_BULK_COPY
   using vm::gpuvm::SharedState;
   using vm::gpuvm::TaskSlot;
@@ -728,6 +730,9 @@ __device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx) {
 
 namespace amk::vm::gpuvm {
 inline namespace AMK_GPU_VENDOR_NS {
+#ifdef AMK_FOLD_KERNEL_TU
+namespace fold_tu {  // apart from the default kernel's names (persistent_kernel.cu's own TU)
+#endif  // AMK_FOLD_KERNEL_TU
 
 /// The dynamic shared memory base rounded up to kDynSmemAlign (the host asked for the slack), so
 /// the work area and the ring sit where dyn_smem_layout says whatever the static part's size.
@@ -877,6 +882,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 }
 
 /// The launch floor: a kernel that does nothing, launched as the persistent kernel is.
+#ifndef AMK_FOLD_KERNEL_TU  // one empty kernel will do
 __global__ void __launch_bounds__(kBlockThreads, 1) amk_empty_kernel() {}
 
 Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {
@@ -891,8 +897,7 @@ Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {
 #endif  // AMK_USE_HIP
   return Status::ok();
 }
-
-bool kernel_streams_folds() { return kFoldStream; }
+#endif  // AMK_FOLD_KERNEL_TU
 
 Status kernel_resources(size_t dyn_smem, KernelResources* out) {
   int dev = 0;
@@ -957,6 +962,17 @@ Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::
 #endif  // AMK_USE_HIP
   return Status::ok();
 }
+
+#ifdef AMK_FOLD_KERNEL_TU
+}  // namespace fold_tu
+
+KernelEntry fold_kernel() { return KernelEntry{"fold", &fold_tu::kernel_resources, &fold_tu::kernel_launch, kFoldStream}; }
+#else
+KernelEntry default_kernel() { return KernelEntry{"default", &kernel_resources, &kernel_launch, kFoldStream}; }
+#ifdef AMK_USE_HIP  // no fold kernel: folds run the plain path (AMK_FOLD_STREAM_LINK is CUDA only)
+KernelEntry fold_kernel() { return default_kernel(); }
+#endif  // AMK_USE_HIP
+#endif  // AMK_FOLD_KERNEL_TU
 
 }  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm::gpuvm

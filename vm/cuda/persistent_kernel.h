@@ -107,15 +107,30 @@ struct KernelResources {
   int binary_version = 0;           ///< CUDA: the kernel's SASS arch (90 = sm_90); 0 on HIP
 };
 
-/// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
-Status kernel_resources(size_t dyn_smem, KernelResources* out);
+/// One compiled persistent kernel. Two are built (CUDA): the default one, and one whose
+/// RMSNORM_MLP_FOLD tasks ride the weight stream (vm/cuda/persistent_kernel_fold.cu, the same
+/// source with AMK_FOLD_STREAM). They are separate because the fold's streamed path in the kernel
+/// costs every other task 1.3-3.5% through ptxas' allocation of the whole kernel
+/// (docs/PERFORMANCE.md rows 140, 160): the executor launches the fold kernel only for programs
+/// that have folds, so no other program pays for them.
+struct KernelEntry {
+  const char* name;  ///< "default" or "fold", for reports
+  /// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
+  Status (*resources)(size_t dyn_smem, KernelResources* out);
+  /// Cooperative launch of `workers` blocks on `stream`.
+  Status (*launch)(const KernelArgs& args, int workers, size_t dyn_smem, gpu::Stream stream);
+  /// Whether its RMSNORM_MLP_FOLD tasks may ride the weight stream (else the executor leaves them
+  /// off the ring and they run the plain fold, mlp_fold_run).
+  bool streams_folds;
+};
 
-/// Whether this build's kernel runs RMSNORM_MLP_FOLD tasks on the weight stream (-DAMK_FOLD_STREAM;
-/// without it the executor leaves them off the ring and they run the plain fold).
-bool kernel_streams_folds();
+/// The kernel every program without folds runs. It streams folds only in a build whose CUDA
+/// flags define AMK_FOLD_STREAM (the A/B of docs/PERFORMANCE.md row 160).
+KernelEntry default_kernel();
 
-/// Cooperative launch of `workers` blocks on `stream`.
-Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::Stream stream);
+/// The kernel for programs with RMSNORM_MLP_FOLD tasks: streams them (sm_90 and later; elsewhere
+/// the ring is off and they run the plain fold anyway). HIP builds have none: default_kernel().
+KernelEntry fold_kernel();
 
 /// Cooperative launch of an empty kernel with the persistent kernel's geometry (block size,
 /// `workers` blocks, `dyn_smem` bytes of dynamic shared memory): the floor under every launch.
