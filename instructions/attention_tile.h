@@ -113,6 +113,12 @@ AMK_HD int32_t bind_attention_tile_step(const amk_program_t& p, const amk_instru
   if (a->j_end > a->seq)
     return (inst.params.flags & AMK_FLAG_STEP_KV) ? AMK_DEVERR_INDEX_OUT_OF_RANGE : AMK_DEVERR_BAD_PARAMS;
   a->fresh_key = false;
+#ifdef AMK_EMU_NO_ROPE_PROLOGUE
+  // Timing emulation only, wrong results: ROPE_ATTENTION as if q came rotated from its GEMV and
+  // key p were in the cache already (rope in the q / k GEMVs' epilogue): no prologue, the window
+  // read whole from the cache. The ceiling of that design (docs/PERFORMANCE.md row 159).
+  a->rope_fresh = false;
+#endif  // AMK_EMU_NO_ROPE_PROLOGUE
   if (a->rope_fresh) {
     a->fresh_pos = effective_pos(p, inst);
     if (a->fresh_pos < 0 || a->fresh_pos >= a->seq) return AMK_DEVERR_INDEX_OUT_OF_RANGE;
