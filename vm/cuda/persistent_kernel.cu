@@ -811,13 +811,20 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       }
       instructions::compute_barrier();
     }
-    if (threadIdx.x == 0 && rec != nullptr) rec->t_run_begin = gpu::global_timer_ns();
+#ifdef AMK_TRACE_PROBE
+    // Set where the stamp below is taken, by the one thread that probes: a select on rec of its
+    // own beside that store made nvcc 13.0's SASS store through a null rec (docs/TRACING.md).
+    ctx.probe = nullptr;
+#endif  // AMK_TRACE_PROBE
+    if (threadIdx.x == 0 && rec != nullptr) {
+      rec->t_run_begin = gpu::global_timer_ns();
+#ifdef AMK_TRACE_PROBE
+      ctx.probe = &rec->t_wait_begin;
+#endif  // AMK_TRACE_PROBE
+    }
     int32_t rc = slot.stop;
     const instructions::TaskBlobHeader* blob = &slot.header();
     ctx.blob = args.blobs != nullptr && blob->tag >= 0 && blob->op == slot.inst.op ? blob : nullptr;
-#ifdef AMK_TRACE_PROBE
-    ctx.probe = rec != nullptr ? &rec->t_wait_begin : nullptr;
-#endif  // AMK_TRACE_PROBE
 #if AMK_HAVE_BULK_COPY
     int32_t free_after_release = -1;  // thread 0: the ring slot of this task's last chunk (run_streamed)
     int32_t last_slot = -1;           // run_streamed's
