@@ -266,13 +266,7 @@ class CudaExecutor final : public Executor {
   /// depth, and the co-residency check.
   Status choose_launch_shape(const GpuOptions& options) {
     const amk_program_t& prog = image_.view();
-    // The fold kernel only for programs with folds: the default one runs every other program
-    // faster (persistent_kernel.h, KernelEntry).
     bool has_fold = false;
-    for (int32_t t = 0; t < prog.n_instructions && !has_fold; ++t)
-      has_fold = prog.instructions[t].op == AMK_OP_FUSED &&
-                 instructions::fused_recipe(prog.instructions[t]) == instructions::kRecipeMlpFold;
-    kernel_ = has_fold ? gpuvm::fold_kernel() : gpuvm::default_kernel();
     int64_t want = 4096;  // floats: 16 KiB floor
     const int64_t warps = instructions::kComputeWarps;  // the warps that run micro-kernels
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
@@ -281,10 +275,12 @@ class CudaExecutor final : public Executor {
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)), 8));
       // The fold keeps its tile's activations (N_tile) beside x, on the weight stream and on the
       // plain path (mlp_fold_run) alike.
-      if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeMlpFold)
+      if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeMlpFold) {
+        has_fold = true;
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)) +
                                                     static_cast<size_t>(std::max<int64_t>(in.params.N_tile, 0)),
                                                 8));
+      }
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
@@ -292,6 +288,9 @@ class CudaExecutor final : public Executor {
                                            warps));
     }
     want = std::max<int64_t>(want, 2 * gpu::kMaxWarps);
+    // The fold kernel only for programs with folds: the default one runs every other program
+    // faster (persistent_kernel.h, KernelEntry).
+    kernel_ = has_fold ? gpuvm::fold_kernel() : gpuvm::default_kernel();
     KernelResources res;
     Status s = kernel_.resources(0, &res);
     if (!s) return s;
