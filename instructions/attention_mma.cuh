@@ -106,7 +106,7 @@ AMK_DEVICE uint32_t word(const uint4& v, int w) { return w == 0 ? v.x : w == 1 ?
 /// The query heads [h0, h0 + nh) of one KV head (nh <= kMmaHeads), merged and stored by
 /// attention_merge_store_heads (head by head when the work area is too small). ROPE_ATTENTION's
 /// q rows come rotated from rope_fresh_prologue (all nh in one round trip), else from a.q.
-/// Preconditions (attention_mma_ok): K, V and q of dtype DT, K / V contiguous with 16-byte
+/// Preconditions (AttentionTileArgs::mma_layout): K, V and q of dtype DT, K / V contiguous with 16-byte
 /// aligned rows. Whole block.
 template <int DT, int HD>
 AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t h0, int nh, const DeviceCtx& ctx) {
@@ -286,14 +286,6 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
     if (gq == hh) write_state(s_parts + static_cast<int64_t>(warp) * (HD + 2));
     attention_merge_store(a, h0 + hh, ctx);
   }
-}
-
-/// Whether attention_heads_mma may run the task: q, K and V BF16 (or all F16), head_dim 64 or
-/// 128, and attention_vec_ok's layout (contiguous K / V, 16-byte aligned rows).
-AMK_DEVICE bool attention_mma_ok(const AttentionTileArgs& a, bool vec_ok) {
-  return vec_ok && (a.k.dtype == AMK_DTYPE_BF16 || a.k.dtype == AMK_DTYPE_F16) && a.q.dtype == a.k.dtype &&
-         (a.head_dim == 64 || a.head_dim == 128) &&
-         (!a.q.contiguous || (reinterpret_cast<uintptr_t>(a.q.ptr) & 15u) == 0);
 }
 
 }  // namespace amk::instructions

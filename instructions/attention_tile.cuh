@@ -24,7 +24,7 @@ namespace amk::instructions {
 /// online softmax over the keys it saw, then the lanes of a warp merge (xor shuffles across key
 /// slots) and the warps merge in shared memory (attention_merge_store). At ctx 128 and head_dim 64
 /// that is one round trip for all keys, where attention_head needs three. Preconditions
-/// (attention_vec_ok): contiguous K/V of dtype DT, 16-byte aligned rows, L a power of two <= warp.
+/// (AttentionTileArgs::vec_lanes): contiguous K/V of dtype DT, 16-byte aligned rows, L a power of two <= warp.
 #ifdef AMK_ATTN_Q_GENERIC
 inline constexpr bool kAttnQGeneric = true;
 #else
@@ -257,7 +257,8 @@ AMK_DEVICE_NOINLINE int32_t attention_tile_run(const amk_program_t& p, const amk
   constexpr int kLanes = gpu::kWarpSize;
   const bool vec = attention_vec_ok(a);  // block-uniform (shared Args)
 #ifdef AMK_ATTN_MMA_PATH
-  if (attention_mma_ok(a, vec) && (a.head_dim == 64 || kAttnMmaHd128)) {  // a KV head's q heads a pass
+  // The tensor-core path's layout was checked where the operands were decoded (attention_layout_of).
+  if (a.mma_layout && (a.head_dim == 64 || kAttnMmaHd128)) {  // a KV head's q heads a pass
     for (int64_t h = a.h_begin; h < a.h_end;) {
       int64_t stop = (h / a.group + 1) * a.group;  // the end of h's KV head
       if (stop > h + kMmaHeads) stop = h + kMmaHeads;

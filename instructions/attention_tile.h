@@ -26,6 +26,11 @@ struct AttentionTileArgs {
   /// ROPE_ATTENTION: rotate through Tensor::load even where the raw-operand prologue applies (the
   /// host sets it in the task's blob under AMK_ROPE_PROLOGUE_GENERIC=1, a measuring knob).
   bool generic_prologue = false;
+  /// Whether the operands' layout admits the tensor-core path (where the device has one): decided
+  /// once where the static operands are decoded (attention_layout_of; the GPU executor does it on
+  /// the host), so that the task's head reads one byte instead of re-testing pointers and dtypes
+  /// through the shared Args on its critical path (docs/PERFORMANCE.md row 171). In padding.
+  bool mma_layout = false;
   int64_t fresh_pos = 0;            ///< ROPE_ATTENTION: p, the rotation position
   int64_t head_dim = 0, n_heads = 0, n_kv_heads = 0, group = 1;
   int64_t seq = 0;                  ///< S: cache rows
@@ -44,6 +49,18 @@ AMK_HD void attention_window(const amk_program_t& p, const amk_params_t& pr, int
     if (live < *end) *end = live;
     if (*end < *begin) *end = *begin;
   }
+}
+
+/// AttentionTileArgs::mma_layout from the decoded q, k, v and head_dim: the vector path's layout
+/// (attention_vec_ok: K and V contiguous, one dtype, 16-byte aligned rows and head slices) with
+/// 16-bit q and K of one dtype, head_dim 64 or 128, and q contiguous and 16-byte aligned, or
+/// strided.
+AMK_HD void attention_layout_of(AttentionTileArgs* a) {
+  const bool half = a->k.dtype == AMK_DTYPE_BF16 || a->k.dtype == AMK_DTYPE_F16;
+  a->mma_layout = half && a->k.contiguous && a->v.contiguous && a->v.dtype == a->k.dtype && a->q.dtype == a->k.dtype &&
+                  (a->head_dim == 64 || a->head_dim == 128) &&
+                  ((reinterpret_cast<uintptr_t>(a->k.ptr) | reinterpret_cast<uintptr_t>(a->v.ptr)) & 15u) == 0 &&
+                  (!a->q.contiguous || (reinterpret_cast<uintptr_t>(a->q.ptr) & 15u) == 0);
 }
 
 /// BAD_PARAMS for inconsistent head counts or shapes, a head range outside [0, n_heads), a
@@ -90,6 +107,7 @@ AMK_HD int32_t decode_attention_tile_static(const amk_program_t& p, const amk_in
   if (a->out.numel != a->n_heads * a->out_width) return AMK_DEVERR_BAD_PARAMS;
   if (pr.kv_start < 0 || pr.kv_len < 0) return AMK_DEVERR_BAD_PARAMS;
   a->scale = pr.scale;
+  attention_layout_of(a);
   if (!a->rope_fresh) return AMK_DEVERR_NONE;
   constexpr int32_t kStepFlags = AMK_FLAG_STEP_POS | AMK_FLAG_STEP_KV;
   if ((pr.flags & kStepFlags) != kStepFlags || pr.pos != 0 || a->head_dim % 2 != 0) return AMK_DEVERR_BAD_PARAMS;

@@ -571,6 +571,69 @@ TEST_CASE("FUSED ROPE_ATTENTION blobs: the Tensor::load prologue is the host's m
   CHECK(blob == plain);
 }
 
+TEST_CASE("ATTENTION_TILE blobs carry the device path's layout checks, decoded once on the host",
+          "[instructions][op:attention_tile][op:fused]") {
+  // The device takes its tensor-core path on AttentionTileArgs::mma_layout (attention_tile_run), so
+  // this byte must say what the pointers, strides and dtypes do for both opcodes that decode into
+  // AttentionTileArgs, and move with every condition: an operand that breaks one clears it.
+  using namespace amk::instructions;
+  struct Case {
+    const char* what;
+    int32_t q_dt, k_dt, v_dt;
+    int64_t hd;
+    int misalign;      // bytes added to this input's pointer: 1 = k, 2 = v, 3 = q
+    int strided;       // 1: K's rows one element further apart than contiguous; 2: q's elements 2 apart
+    bool want_mma;
+  };
+  const Case cases[] = {
+      {"bf16 hd 64", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 0, 0, true},
+      {"bf16 hd 128", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 128, 0, 0, true},
+      {"f16 hd 64", AMK_DTYPE_F16, AMK_DTYPE_F16, AMK_DTYPE_F16, 64, 0, 0, true},
+      {"bf16 hd 32", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 32, 0, 0, false},
+      {"f32 caches hd 64", AMK_DTYPE_F32, AMK_DTYPE_F32, AMK_DTYPE_F32, 64, 0, 0, false},
+      {"f32 q, bf16 caches", AMK_DTYPE_F32, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 0, 0, false},
+      {"K and V of two dtypes", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_F16, 64, 0, 0, false},
+      {"bf16 hd 256", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 256, 0, 0, false},
+      {"K 8 bytes off 16", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 1, 0, false},
+      {"V 8 bytes off 16", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 2, 0, false},
+      {"q 8 bytes off 16", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 3, 0, false},
+      {"strided K", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 0, 1, false},
+      {"strided q", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 0, 2, true},
+      {"strided q 8 bytes off 16", AMK_DTYPE_BF16, AMK_DTYPE_BF16, AMK_DTYPE_BF16, 64, 3, 2, true},
+  };
+  for (const Case& c : cases) {
+    for (const bool fused : {false, true}) {
+      INFO(c.what << (fused ? ", FUSED ROPE_ATTENTION" : ", ATTENTION_TILE"));
+      const Shape s{4, 2, c.hd, 16};
+      const int64_t row = s.n_kv * s.hd;
+      RefProgram p;
+      const int32_t q = c.strided == 2 ? p.add_strided(c.q_dt, {s.n_heads * s.hd}, {2}) : p.add(c.q_dt, {s.n_heads * s.hd});
+      const int32_t k = c.strided == 1 ? p.add_strided(c.k_dt, {s.seq, row}, {row + 1, 1}) : p.add(c.k_dt, {s.seq, row});
+      const int32_t v = p.add(c.v_dt, {s.seq, row});
+      const int32_t kn = p.add(c.k_dt, {row}), vn = p.add(c.v_dt, {row}), inv = p.add(AMK_DTYPE_F32, {s.hd / 2});
+      const int32_t out = p.add(AMK_DTYPE_F32, {s.n_heads * s.hd});
+      p.set_step(5);
+      amk_program_t prog = p.view();
+      std::vector<amk_buffer_t> descs(prog.buffers, prog.buffers + prog.n_buffers);
+      for (const amk_buffer_t& d : descs) REQUIRE((reinterpret_cast<uintptr_t>(d.ptr) & 15u) == 0);  // malloc's
+      const int32_t shifted = c.misalign == 1 ? k : c.misalign == 2 ? v : c.misalign == 3 ? q : -1;
+      if (shifted >= 0) descs[static_cast<size_t>(shifted)].ptr = static_cast<char*>(descs[static_cast<size_t>(shifted)].ptr) + 8;
+      prog.buffers = descs.data();
+      const amk_instruction_t inst = fused ? rope_attention_inst({q, k, v, kn, vn, inv}, out, s, 0, s.seq, 0)
+                                           : attention_inst(q, k, v, out, s, 0, s.seq, AMK_FLAG_STEP_KV);
+      std::vector<unsigned char> blob(static_cast<size_t>(kTaskBlobBytes));
+      REQUIRE(predecode_task(prog, inst, blob.data()) == AMK_DEVERR_NONE);
+      AttentionTileArgs a;
+      std::memcpy(&a, blob.data() + sizeof(TaskBlobHeader), sizeof a);
+      CHECK(a.mma_layout == c.want_mma);
+      // The device's own decode (no blob) runs the same function.
+      AttentionTileArgs d;
+      REQUIRE(decode_attention_tile(prog, inst, &d) == AMK_DEVERR_NONE);
+      CHECK(d.mma_layout == a.mma_layout);
+    }
+  }
+}
+
 TEST_CASE("FUSED ROPE_ATTENTION refuses non-step flags, pos != 0, wrong arity and operands, p outside the cache",
           "[instructions][op:fused][op:attention_tile]") {
   const Shape s{4, 2, 8, 6};
