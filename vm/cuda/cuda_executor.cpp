@@ -504,14 +504,23 @@ class CudaExecutor final : public Executor {
     const size_t blob_bytes = static_cast<size_t>(instructions::kTaskBlobBytes);
     // AMK_ROPE_PROLOGUE_GENERIC=1: ROPE_ATTENTION rotates through Tensor::load (the A/B of PERFORMANCE.md row 87).
     const bool generic_rope_prologue = env_is("AMK_ROPE_PROLOGUE_GENERIC", "1");
+    // AMK_EMU_ONE_VECTOR=1 (timing emulation only, wrong results: amk-bench --baseline none): a
+    // streamed SILU_MUL task stages its x alone, as a plain GEMV, so down's head does what it would
+    // if gate / up handed it silu(gate) * up as one vector (docs/PERFORMANCE.md rows 97, 172).
+    const bool emu_one_vector = env_is("AMK_EMU_ONE_VECTOR", "1");
     std::vector<gpuvm::WeightStreamEntry> table(n, gpuvm::WeightStreamEntry{nullptr, 0, 0});
     std::vector<unsigned char> blobs(n * blob_bytes, 0);
     const int64_t x_floats = static_cast<int64_t>(args_.work_floats) & ~int64_t{7};
     for (size_t q = 0; q < n; ++q) {
       const amk_instruction_t& inst = view.instructions[view.sm_queue[q]];
       unsigned char* blob = blobs.data() + q * blob_bytes;
-      if (stream_share(view, inst, x_floats, &table[q], blob)) ++report_.streamed_tasks;
-      else if (instructions::predecode_task(view, inst, blob) == AMK_DEVERR_NONE && generic_rope_prologue)  // else tag -1
+      if (stream_share(view, inst, x_floats, &table[q], blob)) {
+        ++report_.streamed_tasks;
+        if (emu_one_vector) {
+          auto* plan = reinterpret_cast<instructions::GemvPlan*>(blob + sizeof(instructions::TaskBlobHeader));
+          if (plan->prologue == instructions::kGemvSiluMul) plan->prologue = instructions::kGemvPlain;
+        }
+      } else if (instructions::predecode_task(view, inst, blob) == AMK_DEVERR_NONE && generic_rope_prologue)  // else tag -1
         (void)instructions::set_generic_rope_prologue(blob);
     }
     // The longest worker's chunk count sizes a traced launch's chunk records.
