@@ -127,6 +127,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     j["check"] = {{"steps", o.check_steps},  {"agree", check.agree},          {"near_ties", check.near_ties},
                   {"baseline", o.baseline}, {"max_rel_l2", check.max_rel_l2}, {"max_abs_logit_diff", check.max_abs_logit_diff}};
     if (rep != nullptr) j["kernel"] = rep->summary();
+    if (!amk.emulation.empty()) j["emulation"] = amk.emulation;
     for (const CtxResult& r : results) {
       nlohmann::ordered_json c{{"ctx", r.ctx}, {"amk_ms_per_token", r.amk_ms}, {"amk_pct_of_copy_bw", pct(r.amk_ms)}};
       if (r.base_ms > 0) {
@@ -145,6 +146,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
                 static_cast<unsigned long long>(o.seed));
     std::printf("schedule: %s\n", preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, *model, amk.max_seq).c_str());
     std::printf("copy bandwidth: %.0f GB/s (D2D %zu MiB, read + write)\n", bw->gbs, bw->bytes >> 20);
+    if (!amk.emulation.empty()) std::printf("emulation: %s\n", amk.emulation.c_str());
     if (amk.base)
       std::printf("check: %d/%d steps same next token as %s, %d more within the logits' difference; logits "
                   "relative L2 error <= %.4f, max |diff| %.4f\n",

@@ -7,6 +7,7 @@
 
 #include "schedule/lower.h"
 #include "targets/registry.h"
+#include "tools/bench/timing_emulation.h"
 #include "tools/common/json_out.h"
 #include "vm/cuda/cuda_executor.h"
 
@@ -57,6 +58,10 @@ Result<std::unique_ptr<DecodeRig>> build_decode_rig(const schedule::ModelConfig&
   Result<ir::Program> prog = schedule::lower(model, schedule, target, lo);
   if (!prog) return prog.status();
   rig->program = std::move(*prog);
+  Status emu = apply_env_timing_emulation(rig->program, &rig->emulation);
+  if (!emu) return emu;
+  if (!rig->emulation.empty() && baseline != "none")
+    return Status(StatusCode::InvalidArgument, rig->emulation + ": its tokens are wrong on purpose; use --baseline none");
   for (const ir::Buffer& b : rig->program.buffers)
     if (b.kind == ir::BufferKind::Weight) rig->weight_bytes += b.nbytes();
   loader::LoadOptions load;

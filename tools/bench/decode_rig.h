@@ -30,13 +30,16 @@ struct DecodeRig {
   int64_t weight_bytes = 0;
   int64_t max_seq = 0;  ///< KV cache rows
   std::chrono::milliseconds watchdog = vm::LaunchOptions{}.deadline;  ///< each launch's deadline
+  /// The timing emulation applied to the program (tools/bench/timing_emulation.h), or "".
+  std::string emulation;
 
   /// One launch: `token` at `pos`; the next token into `*next`, the device time into `*device_us`.
   Status step(int32_t token, int32_t pos, int32_t* next, double* device_us, vm::LaunchTrace* trace = nullptr);
 };
 
 /// Lower `model` with `schedule`, load it with random bf16 weights of `seed` on the GPU VM, and make `baseline` ("cublas-graph" or
-/// "none") over the executor's copies of the same weights. A lowering or loading refusal keeps its
+/// "none") over the executor's copies of the same weights. A timing emulation named in the
+/// environment (apply_env_timing_emulation) rewrites the program first, and needs baseline "none". A lowering or loading refusal keeps its
 /// StatusCode (InvalidArgument, ...); the GPU's failures are GpuRuntime / Unsupported.
 [[nodiscard]] Result<std::unique_ptr<DecodeRig>> build_decode_rig(const schedule::ModelConfig& model,
                                                                  const ir::GpuTarget& target,
