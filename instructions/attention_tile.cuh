@@ -24,7 +24,7 @@ namespace amk::instructions {
 /// online softmax over the keys it saw, then the lanes of a warp merge (xor shuffles across key
 /// slots) and the warps merge in shared memory (attention_merge_store). At ctx 128 and head_dim 64
 /// that is one round trip for all keys, where attention_head needs three. Preconditions
-/// (AttentionTileArgs::vec_lanes): contiguous K/V of dtype DT, 16-byte aligned rows, L a power of two <= warp.
+/// (attention_vec_ok): contiguous K/V of dtype DT, 16-byte aligned rows, L a power of two <= warp.
 #ifdef AMK_ATTN_Q_GENERIC
 inline constexpr bool kAttnQGeneric = true;
 #else
@@ -159,6 +159,9 @@ AMK_DEVICE void attention_head_vec(const AttentionTileArgs& a, int64_t h, const 
 
 /// Whether attention_head_vec may run: K and V contiguous, one float dtype, 16-byte aligned rows
 /// and head slices, and a row of hd elements spread over a power-of-two number of lanes.
+/// attention_layout_of (attention_tile.h) repeats these conditions for the tensor-core path on
+/// the host; sharing one function moved this kernel's code (PERFORMANCE row 171), so keep the two
+/// in step by hand.
 AMK_DEVICE bool attention_vec_ok(const AttentionTileArgs& a) {
   if (!a.k.contiguous || !a.v.contiguous || a.k.dtype != a.v.dtype) return false;
   const int64_t esize = a.k.dtype == AMK_DTYPE_F32 ? 4 : (a.k.dtype == AMK_DTYPE_BF16 || a.k.dtype == AMK_DTYPE_F16 ? 2 : 0);

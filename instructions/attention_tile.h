@@ -52,7 +52,9 @@ AMK_HD void attention_window(const amk_program_t& p, const amk_params_t& pr, int
 }
 
 /// AttentionTileArgs::mma_layout from the decoded q, k, v and head_dim: the vector path's layout
-/// (attention_vec_ok: K and V contiguous, one dtype, 16-byte aligned rows and head slices) with
+/// (attention_vec_ok's conditions, restated here for the host: K and V contiguous, one dtype,
+/// 16-byte aligned rows and head slices; a 16-bit row of 64 or 128 always spans a power of two
+/// of 16-byte lanes, at most 16) with
 /// 16-bit q and K of one dtype, head_dim 64 or 128, and q contiguous and 16-byte aligned, or
 /// strided.
 AMK_HD void attention_layout_of(AttentionTileArgs* a) {

@@ -133,7 +133,15 @@ TEST_CASE("timing emulation: a program without attention is refused, AMK_EMU_NO_
   CHECK(what.find("attention tasks removed") != std::string::npos);
   CHECK(p.tasks.size() < n);
   int removed = -1;
+  const std::vector<ir::Task> tasks = p.tasks;
   const Status again = bench::emulate_without_attention(p, &removed);
   CHECK(again.code() == StatusCode::InvalidArgument);
   CHECK(removed == 0);
+  // A refusal leaves the program as it was.
+  REQUIRE(p.tasks.size() == tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    CHECK(p.tasks[i].id == tasks[i].id);
+    CHECK(p.tasks[i].label == tasks[i].label);
+    CHECK(p.tasks[i].waits == tasks[i].waits);
+  }
 }

@@ -39,8 +39,9 @@ struct DecodeRig {
 
 /// Lower `model` with `schedule`, load it with random bf16 weights of `seed` on the GPU VM, and make `baseline` ("cublas-graph" or
 /// "none") over the executor's copies of the same weights. A timing emulation named in the
-/// environment (apply_env_timing_emulation) rewrites the program first, and needs baseline "none". A lowering or loading refusal keeps its
-/// StatusCode (InvalidArgument, ...); the GPU's failures are GpuRuntime / Unsupported.
+/// environment (apply_env_timing_emulation) rewrites the program first and needs baseline "none".
+/// A lowering or loading refusal keeps its StatusCode (InvalidArgument, ...); the GPU's failures
+/// are GpuRuntime / Unsupported.
 [[nodiscard]] Result<std::unique_ptr<DecodeRig>> build_decode_rig(const schedule::ModelConfig& model,
                                                                  const ir::GpuTarget& target,
                                                                  const ir::ScheduleConfig& schedule, int64_t max_seq,

@@ -26,6 +26,9 @@ bool is_attention(const ir::Task& t) {
 
 Status emulate_without_attention(ir::Program& program, int* removed) {
   *removed = 0;
+  // Refused before anything is touched: the rewrite below moves the tasks out as it goes.
+  if (std::none_of(program.tasks.begin(), program.tasks.end(), is_attention))
+    return Status(StatusCode::InvalidArgument, "timing emulation: the program has no attention task");
   // Per counter: how many of its producers go, and the waits that stand for them (their own
   // waits, resolved in turn: split-KV partials -> combines -> o_proj; the highest threshold per
   // counter). Producers come before their consumers in task order, so one pass resolves all.
@@ -68,7 +71,6 @@ Status emulate_without_attention(ir::Program& program, int* removed) {
     t.id = ir::TaskId(static_cast<int32_t>(kept.size()));
     kept.push_back(std::move(t));
   }
-  if (*removed == 0) return Status(StatusCode::InvalidArgument, "timing emulation: the program has no attention task");
   program.tasks = std::move(kept);
   // Page sharing was planned over the old task order; every activation gets its own bytes.
   program.pages.reset();
