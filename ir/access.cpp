@@ -1,7 +1,8 @@
 // ir/access.cpp: the per-opcode access model of docs/OPCODES.md (whole buffers by default; tiles
 // for GEMV_TILE, GEMM_TILE, ATTENTION_TILE and FUSED ROPE_ATTENTION (a row of a stacked output), a head-tiled
 // ATTENTION_COMBINE, SAMPLE_ARGMAX tiles and the FUSED GEMV recipes (GEMV_ADD_COPY: the tile of both
-// outputs); KV_APPEND reads its cache; RMSNORM_MLP_FOLD reads a row range of w_mlp and accumulates).
+// outputs; ATTENTION_GEMV_ADD: its W rows too); KV_APPEND reads its cache; RMSNORM_MLP_FOLD reads a
+// row range of w_mlp and accumulates).
 // Regions are exactly what the kernel touches, even when a tile lies outside its buffer: validate()
 // reports such a tile as tile.bounds, and the race analysis still sees the real footprint.
 #include "ir/access.h"
@@ -96,9 +97,9 @@ struct Emitter {
 };
 
 // GEMV-shaped tile: writes outputs [0, tile_outputs) over cols [n_off, n_off+N_tile) (GEMV_ADD_COPY
-// stores its tile twice); `residual` (or -1) is read over the same columns. Everything else is
-// read or written whole.
-void gemv_like(Emitter& e, int residual, size_t tile_outputs = 1) {
+// stores its tile twice); `residual` (or -1) is read over the same columns and `weight` (or -1)
+// over rows [n_off, n_off+N_tile). Everything else is read or written whole.
+void gemv_like(Emitter& e, int residual, size_t tile_outputs = 1, int weight = -1) {
   int64_t n_off = 0, n_tile = 0;
   if (!int_param(e.task.params, "n_off", n_off) || !int_param(e.task.params, "N_tile", n_tile)) {
     e.rest(0, true);
@@ -109,6 +110,13 @@ void gemv_like(Emitter& e, int residual, size_t tile_outputs = 1) {
     Region r = col_tile(e.in_buf(static_cast<size_t>(residual)), n_off, n_off + n_tile);
     e.read(static_cast<size_t>(residual), &r);
     done |= size_t{1} << residual;
+  }
+  if (weight >= 0 && static_cast<size_t>(weight) < e.task.inputs.size()) {
+    Region w = whole_or_empty(e.in_buf(static_cast<size_t>(weight)));
+    w.row_begin = n_off;
+    w.row_end = n_off + n_tile;
+    e.read(static_cast<size_t>(weight), &w);
+    done |= size_t{1} << weight;
   }
   e.rest(done, false);
   for (size_t o = 0; o < e.task.outputs.size(); ++o) {
@@ -250,6 +258,13 @@ void fused(Emitter& e) {
   }
   if (recipe == nullptr || !recipe->gemv) {  // ROPE_APPEND: as KV_APPEND, the cache read and written whole
     e.rest(0, true);
+    return;
+  }
+  // ATTENTION_GEMV_ADD: the attention over every head reads q, the caches (whole, as ROPE_ATTENTION's:
+  // validate_objects.cpp leaves those reads out where only the step's appends write a cache) and
+  // the step's inputs whole; then GEMV_ADD's tile, over W's rows of the tile as well.
+  if (recipe->recipe == FusedRecipe::AttentionGemvAdd) {
+    gemv_like(e, recipe->residual_input, 1, recipe->weight_input);
     return;
   }
   gemv_like(e, recipe->residual_input, static_cast<size_t>(recipe->outputs));

@@ -38,14 +38,17 @@ const OpSpec& op_spec(Opcode op) { return op_specs()[static_cast<size_t>(op)]; }
 const std::vector<RecipeSpec>& recipe_specs() {
   static const std::vector<RecipeSpec> specs = {
       {FusedRecipe::GemvAdd, "GEMV_ADD", 3, {"K", "N_tile", "n_off"}, 2},
-      {FusedRecipe::RmsNormGemv, "RMSNORM_GEMV", 3, {"eps", "K", "N_tile", "n_off"}, -1},
-      {FusedRecipe::SiluMulGemv, "SILU_MUL_GEMV", 3, {"K", "N_tile", "n_off"}, -1},
-      {FusedRecipe::SiluMulGemvAdd, "SILU_MUL_GEMV_ADD", 4, {"K", "N_tile", "n_off"}, 3},
+      {FusedRecipe::RmsNormGemv, "RMSNORM_GEMV", 3, {"eps", "K", "N_tile", "n_off"}, -1, true, 1, 2},
+      {FusedRecipe::SiluMulGemv, "SILU_MUL_GEMV", 3, {"K", "N_tile", "n_off"}, -1, true, 1, 2},
+      {FusedRecipe::SiluMulGemvAdd, "SILU_MUL_GEMV_ADD", 4, {"K", "N_tile", "n_off"}, 3, true, 1, 2},
       {FusedRecipe::RopeAppend, "ROPE_APPEND", 3, {"head_dim", "pos"}, -1, false},
       {FusedRecipe::RopeAttention, "ROPE_ATTENTION", 6,
        {"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads", "flags"}, -1, false},
       {FusedRecipe::RmsNormMlpFold, "RMSNORM_MLP_FOLD", 3, {"eps", "K", "N_tile", "n_off", "flags"}, -1, false},
       {FusedRecipe::GemvAddCopy, "GEMV_ADD_COPY", 3, {"K", "N_tile", "n_off"}, 2, true, 2},
+      // ROPE_ATTENTION's params, then GEMV_ADD's tile (n_off / N_tile select W's rows, not heads).
+      {FusedRecipe::AttentionGemvAdd, "ATTENTION_GEMV_ADD", 8,
+       {"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads", "flags", "K", "N_tile", "n_off"}, 7, true, 1, 6},
   };
   return specs;
 }
@@ -63,5 +66,7 @@ const RecipeSpec* recipe_find(int64_t id) {
 }
 
 static_assert(kOpcodeCount == 20, "opcodes.def and kOpcodeCount disagree");
+// ATTENTION_GEMV_ADD's eight operands are exactly the ABI's cap; a smaller cap cannot encode it.
+static_assert(kMaxInputs >= 8, "FUSED ATTENTION_GEMV_ADD needs 8 inputs per instruction");
 
 }  // namespace amk::ir

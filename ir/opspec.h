@@ -34,6 +34,9 @@ enum class FusedRecipe : int32_t {
                        ///< a = silu(xn . W_mlp[n, 0]) * (xn . W_mlp[n, 1]) with xn = rmsnorm(x) * norm_w, and
                        ///< out += a * W_mlp[n, 2] (down_proj's column n; docs/FOLD.md)
   GemvAddCopy = 8,     ///< [x, W, residual] -> out, copy: GEMV_ADD's tile written to both outputs
+  AttentionGemvAdd = 9,  ///< [q, k_cache, v_cache, k_new, v_new, inv_freq, W, residual] -> out tile =
+                         ///< ROPE_ATTENTION over every q head (rounded to q's dtype) @ W.T + residual tile
+                         ///< (docs/ATTENTION_IN_O.md: each o_proj tile recomputes the attention)
 };
 struct RecipeSpec {
   FusedRecipe recipe;
@@ -41,8 +44,11 @@ struct RecipeSpec {
   int inputs;
   std::vector<std::string_view> required_params;
   int residual_input;     ///< index of the input read only over the output tile, or -1
-  bool gemv = true;       ///< a GEMV tile with a prologue / epilogue (false: ROPE_APPEND, ROPE_ATTENTION)
+  bool gemv = true;       ///< a GEMV tile with a prologue / epilogue (false: ROPE_APPEND, ROPE_ATTENTION,
+                          ///< RMSNORM_MLP_FOLD); ATTENTION_GEMV_ADD is one, its prologue the attention
   int outputs = 1;        ///< exact output count (GEMV_ADD_COPY: 2)
+  int weight_input = 1;   ///< a GEMV recipe's W [N_out, K] (RMSNORM_GEMV, SILU_MUL_*: 2; ATTENTION_GEMV_ADD: 6).
+                          ///< x (or gate) is input 0, except in ATTENTION_GEMV_ADD: the attention it computes
 };
 /// All recipes.
 const std::vector<RecipeSpec>& recipe_specs();

@@ -1,6 +1,6 @@
 // ir/validate_objects.cpp: builds MemObjects (validate_objects.h): every access of every task, as
 // boxes over its buffer object and, for shared pages, also over the page's bytes; less the
-// ROPE_ATTENTION cache reads that cannot meet a write (step_rows_only below).
+// ROPE_ATTENTION / ATTENTION_GEMV_ADD cache reads that cannot meet a write (step_rows_only below).
 #include "ir/validate_objects.h"
 
 #include <algorithm>
@@ -33,10 +33,12 @@ bool appends_at_or_after_step(const Task& t) {
          t.params.int_or("pos", 0) >= 0;
 }
 
-// A FUSED ROPE_ATTENTION's cache reads (inputs 1 and 2) cover rows before the step's position p only:
-// its STEP_KV window ends at p + 1 and row p comes from k_new / v_new (docs/OPCODES.md).
+// A FUSED ROPE_ATTENTION's or ATTENTION_GEMV_ADD's cache reads (inputs 1 and 2 of both) cover rows
+// before the step's position p only: the STEP_KV window ends at p + 1 and row p comes from k_new /
+// v_new (docs/OPCODES.md).
 bool reads_cache_before_step(const Task& t, const Access& a) {
-  return !a.write && (a.operand == 1 || a.operand == 2) && is_recipe(t, "ROPE_ATTENTION") &&
+  return !a.write && (a.operand == 1 || a.operand == 2) &&
+         (is_recipe(t, "ROPE_ATTENTION") || is_recipe(t, "ATTENTION_GEMV_ADD")) &&
          has_flags(t, kFlagStepPos | kFlagStepKv) && t.params.int_or("pos", 0) == 0;
 }
 
@@ -97,10 +99,10 @@ MemObjects build_objects(const ProgramIndex& ix, const std::vector<int32_t>& seq
   for (const Task& t : p.tasks)
     for (BufferId id : t.outputs)
       if (const int32_t b = position_of(ix.buffer_of_id, id); b != kNone) keep[b] = 1;
-  // KV caches whose every writer appends at or after the step's position: a ROPE_ATTENTION read
-  // of one (rows before that position) shares no byte with any write, whatever the order, so it
-  // is left out (a region cannot say "rows < step.pos"). Caches on pages or on chip keep every
-  // access, for the rules that look at those.
+  // KV caches whose every writer appends at or after the step's position: a ROPE_ATTENTION or
+  // ATTENTION_GEMV_ADD read of one (rows before that position) shares no byte with any write,
+  // whatever the order, so it is left out (a region cannot say "rows < step.pos"). Caches on pages
+  // or on chip keep every access, for the rules that look at those.
   std::vector<uint8_t> step_rows_only(m.n_buffers, 0);
   for (int32_t b = 0; b < m.n_buffers; ++b)
     step_rows_only[b] = p.buffers[b].kind == BufferKind::KvCache && m.page_object[b] == kNone &&

@@ -5,6 +5,7 @@
 #include <climits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "ir/opspec.h"
@@ -73,7 +74,11 @@ class TaskShapes {
   void column_tile(const Buffer* y, const Buffer* w);
   void gemv(const Buffer* x, const Buffer* w, const Buffer* y);
   void attention(bool bias_input = true);
+  bool attention_operands(bool bias_input);
+  void attention_output();
   void rope_attention();
+  void rope_step_operands(std::string_view recipe);
+  void attention_gemv_add(const RecipeSpec& r);
   void combine();
   void argmax();
   // The head range [n_off, n_off + N_tile) of ATTENTION_TILE / ATTENTION_COMBINE (defaults 0 and
@@ -113,13 +118,21 @@ void TaskShapes::gemv(const Buffer* x, const Buffer* w, const Buffer* y) {
   column_tile(y, w);
 }
 
+// ATTENTION_TILE and FUSED ROPE_ATTENTION: the operands, then the head tile of the output.
 void TaskShapes::attention(bool bias_input) {
+  if (attention_operands(bias_input)) attention_output();
+}
+
+// q holds n_heads * head_dim values, the caches rows of n_kv_heads * head_dim, the KV window lies
+// inside them and the bias (input 3, when `bias_input`) is F32. False when head_dim / n_heads /
+// n_kv_heads are missing, mistyped or invalid: checks that depend on them are then skipped.
+bool TaskShapes::attention_operands(bool bias_input) {
   auto hd = p("head_dim"), nh = p("n_heads"), nkv = p("n_kv_heads"), start = p("kv_start"), len = p("kv_len");
-  if (!hd || !nh || !nkv) return;
+  if (!hd || !nh || !nkv) return false;
   if (*hd < 1 || *nh < 1 || *nkv < 1 || *nh % *nkv != 0) {
     fail("shape", "head_dim " + s(*hd) + ", n_heads " + s(*nh) + ", n_kv_heads " + s(*nkv) +
                       " must be >= 1 with n_heads a multiple of n_kv_heads");
-    return;
+    return false;
   }
   expect(in(0), "numel", numel(in(0)), *nh * *hd, "n_heads * head_dim");
   for (size_t i = 1; i <= 2; ++i) expect(in(i), "last dimension", cols(in(i)), *nkv * *hd, "n_kv_heads * head_dim");
@@ -127,10 +140,17 @@ void TaskShapes::attention(bool bias_input) {
     fail("shape", "KV window [" + s(*start) + ", " + s(*start + *len) + ") is not inside the " + s(rows(in(1))) +
                       " rows of " + name(in(1)), in(1));
   if (bias_input && in(3) != nullptr) expect_dtype(in(3), DType::F32, "attention bias");
+  return true;
+}
+
+// The output of ATTENTION_TILE / ROPE_ATTENTION: head_dim (hd + 2 with PARTIAL_WRITE) values per
+// head of the head tile, inside the output or its row m_off. Needs attention_operands() to hold.
+void TaskShapes::attention_output() {
+  const int64_t hd = *p("head_dim"), nh = *p("n_heads");
   const int64_t flags = p("flags").value_or(0);
-  const int64_t width = (flags & kFlagPartialWrite) ? *hd + 2 : *hd;
+  const int64_t width = (flags & kFlagPartialWrite) ? hd + 2 : hd;
   if (flags & kFlagPartialWrite) expect_dtype(out(0), DType::F32, "PARTIAL_WRITE stores {acc, m, l} in F32");
-  const auto tile = head_tile(*nh, "q heads");
+  const auto tile = head_tile(nh, "q heads");
   if (tile && tile->second * width > cols(out(0)))
     fail("tile.bounds", "output cols [" + s(tile->first * width) + ", " + s(tile->second * width) +
                             ") are not inside the " + s(cols(out(0))) + " columns of " + name(out(0)), out(0));
@@ -139,11 +159,11 @@ void TaskShapes::attention(bool bias_input) {
   const Buffer* o = out(0);
   if (o == nullptr) return;
   if (o->shape.size() == 2) {
-    expect(o, "last dimension", cols(o), *nh * width, "a rank-2 output stacks rows of n_heads * width");
+    expect(o, "last dimension", cols(o), nh * width, "a rank-2 output stacks rows of n_heads * width");
     if (auto m_off = p("m_off"); m_off && (*m_off < 0 || *m_off >= rows(o)))
       fail("tile.bounds", "m_off " + s(*m_off) + " is not a row of " + name(o) + " (" + s(rows(o)) + " rows)", o);
   } else {
-    expect(o, "numel", numel(o), *nh * width, "n_heads * width");
+    expect(o, "numel", numel(o), nh * width, "n_heads * width");
     if (auto m_off = p("m_off"); m_off && *m_off != 0)
       fail("tile.bounds", "m_off " + s(*m_off) + " selects a row, but " + name(o) + " is not a rank-2 stack", o);
   }
@@ -268,7 +288,9 @@ void TaskShapes::run() {
       auto rname = task_.params.get_string("recipe");
       const RecipeSpec* r = rname ? recipe_find(*rname) : nullptr;
       if (r == nullptr || static_cast<int>(n_in) != r->inputs) break;  // params.type / arity report it
-      if (r->gemv) {
+      if (r->recipe == FusedRecipe::AttentionGemvAdd) {
+        attention_gemv_add(*r);
+      } else if (r->gemv) {
         gemv_recipe(*r);
       } else if (r->recipe == FusedRecipe::RopeAttention) {
         rope_attention();
@@ -370,7 +392,10 @@ void TaskShapes::gemv_recipe(const RecipeSpec& r) {
   const bool silu = r.recipe == FusedRecipe::SiluMulGemv || r.recipe == FusedRecipe::SiluMulGemvAdd;
   if (silu) same_numel(in(0), in(1));
   if (r.recipe == FusedRecipe::RmsNormGemv) expect(in(1), "numel", numel(in(1)), cols(in(0)), "norm weight of x");
-  gemv(in(0), in(silu || r.recipe == FusedRecipe::RmsNormGemv ? 2 : 1), out(0));
+  // x (or gate) is input 0, except in ATTENTION_GEMV_ADD: its x is the attention it computes, whose
+  // length against K attention_gemv_add() checks.
+  const Buffer* x = r.recipe == FusedRecipe::AttentionGemvAdd ? nullptr : in(0);
+  gemv(x, in(static_cast<size_t>(r.weight_input)), out(0));
   if (r.residual_input >= 0 && out(0)) {
     const Buffer* residual = in(static_cast<size_t>(r.residual_input));
     expect(residual, "numel", numel(residual), numel(out(0)), "residual matches the output");
@@ -399,10 +424,17 @@ void TaskShapes::rope_operands() {
 }
 
 // FUSED ROPE_ATTENTION [q, k_cache, v_cache, k_new, v_new, inv_freq]: ATTENTION_TILE's operands
-// (no bias), the step's k / v row (one cache row each), ROPE's table, and the decode-step flags the
-// kernels assume (the fresh row is the step's position, the last row of the STEP_KV window).
+// (no bias) and output, and the step's operands (rope_step_operands).
 void TaskShapes::rope_attention() {
   attention(false);
+  rope_step_operands("ROPE_ATTENTION");
+}
+
+// The inputs 3-5 of an attention at a decode step whose rope and append have not run (FUSED
+// ROPE_ATTENTION, ATTENTION_GEMV_ADD): the step's k / v row (one cache row each), ROPE's table
+// for an even head_dim, and the decode-step flags the kernels assume (the fresh row is the step's
+// position, the last row of the STEP_KV window).
+void TaskShapes::rope_step_operands(std::string_view recipe) {
   auto hd = p("head_dim"), nkv = p("n_kv_heads");
   if (hd && (*hd < 2 || *hd % 2 != 0)) fail("shape", "head_dim " + s(*hd) + " must be even and >= 2 (rotate-half)");
   if (hd && *hd >= 2) expect(in(5), "numel", numel(in(5)), *hd / 2, "inv_freq holds head_dim/2 entries");
@@ -411,8 +443,30 @@ void TaskShapes::rope_attention() {
     for (size_t i = 3; i <= 4; ++i) expect(in(i), "numel", numel(in(i)), *hd * *nkv, "the step's row: n_kv_heads * head_dim");
   const int64_t flags = p("flags").value_or(0), need = kFlagStepPos | kFlagStepKv;
   if ((flags & need) != need || p("pos").value_or(0) != 0)
-    fail("contract", "FUSED ROPE_ATTENTION attends at the decode step: flags must set STEP_POS (4) and STEP_KV (8) "
-                     "and pos must be 0 (flags " + s(flags & 0xffff) + ", pos " + s(p("pos").value_or(0)) + ")");
+    fail("contract", "FUSED " + std::string(recipe) + " attends at the decode step: flags must set STEP_POS (4) and "
+                     "STEP_KV (8) and pos must be 0 (flags " + s(flags & 0xffff) + ", pos " + s(p("pos").value_or(0)) + ")");
+}
+
+// FUSED ATTENTION_GEMV_ADD [q, k_cache, v_cache, k_new, v_new, inv_freq, W, residual] -> out
+// (docs/ATTENTION_IN_O.md): ROPE_ATTENTION's operand rules on inputs 0-5, then GEMV_ADD's on W,
+// residual and out, with the attention output as x: n_heads * head_dim values in one row. Its
+// n_off / N_tile are the GEMV's tile; the attention always covers every head and stays on chip,
+// so there is no head tile and nothing to store partials in.
+void TaskShapes::attention_gemv_add(const RecipeSpec& r) {
+  const bool heads_ok = attention_operands(false);
+  rope_step_operands(r.name);
+  if (auto flags = p("flags"); flags && (*flags & kFlagPartialWrite))
+    fail("contract", "FUSED " + std::string(r.name) + " takes no PARTIAL_WRITE (" + s(kFlagPartialWrite) + ") in flags " +
+                         s(*flags & 0xffff) + ": its attention over every head is the GEMV's x, never stored as partials");
+  const auto k = p("K");
+  if (heads_ok && k) {
+    const int64_t attn = *p("n_heads") * *p("head_dim");
+    if (*k != attn)
+      fail("shape", "K = " + s(*k) + " must equal n_heads * head_dim = " + s(attn) +
+                        ": the GEMV's x is the attention output over every head");
+  }
+  gemv_recipe(r);
+  expect(out(0), "rows", rows(out(0)), 1, "one row: the GEMV's x is the attention output of one decode step");
 }
 
 // A task that writes one row of a KV cache (KV_APPEND, FUSED ROPE_APPEND): its output is its

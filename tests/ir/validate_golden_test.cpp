@@ -9,12 +9,14 @@
 #include <functional>
 #include <sstream>
 
+#include "attention_gemv_programs.h"
 #include "fold_programs.h"
 #include "ir/json.h"
 #include "ir/validate.h"
 #include "ir/program_builder.h"
 
 using namespace amk::ir;
+using amk::testing::AttentionGemvLayer;
 using amk::testing::FoldJoin;
 using amk::testing::ProgramBuilder;
 
@@ -148,6 +150,26 @@ Program gemv_add_copy_one_output() {
   return b.build();
 }
 
+// FUSED ATTENTION_GEMV_ADD (docs/ATTENTION_IN_O.md): an o_proj tile without STEP_POS (a contract
+// error, and its cache reads lose the exemption from the step's appends: race.kv) ...
+Program attention_gemv_add_unstepped() {
+  AttentionGemvLayer s;
+  s.standard();
+  s.b.program().tasks[4].params.set("flags", amk::testing::kAttentionGemvFlags & ~kFlagStepPos);
+  return s.b.build();
+}
+
+// ... and tiles that do not fit: K != n_heads * head_dim (and W_o's width), PARTIAL_WRITE, a tile
+// past h's 8 columns.
+Program attention_gemv_add_shapes() {
+  AttentionGemvLayer s;
+  s.standard();
+  s.b.program().tasks[4].params.set("K", int64_t{12});
+  s.b.program().tasks[5].params.set("flags", amk::testing::kAttentionGemvFlags | kFlagPartialWrite);
+  s.b.program().tasks[5].params.set("n_off", int64_t{6});
+  return s.b.build();
+}
+
 using Cases = std::vector<std::pair<std::string, std::function<Program()>>>;
 
 const Cases& cases() {
@@ -158,14 +180,22 @@ const Cases& cases() {
       {"accumulate_reader_some", accumulate_reader_some}, {"accumulate_partial_join", accumulate_partial_join},
       {"accumulate_bf16", accumulate_bf16}, {"fold_without_accumulate", fold_without_accumulate},
       {"accumulate_on_gemv_add", accumulate_on_gemv_add}, {"gemv_add_copy_one_output", gemv_add_copy_one_output},
+      {"attention_gemv_add_unstepped", attention_gemv_add_unstepped},
+      {"attention_gemv_add_shapes", attention_gemv_add_shapes},
   };
   return all;
 }
 
-// Valid programs: three unordered folds accumulating into h, read after an all-join.
+// Valid programs: three unordered folds accumulating into h, read after an all-join; a layer's
+// ATTENTION_GEMV_ADD tiles beside the step's appends.
 const Cases& valid_cases() {
   static const Cases all = {
       {"fold_all_join", [] { return amk::testing::fold_program(FoldJoin::All); }},
+      {"attention_gemv_add_layer", [] {
+         AttentionGemvLayer s;
+         s.standard();
+         return s.b.build();
+       }},
   };
   return all;
 }
