@@ -51,6 +51,18 @@ Cost cost_attention(int64_t heads, int64_t kv_heads, int64_t kv_len, int64_t hea
   return Cost{kv_bytes + q_bytes + nb(out, heads * out_width), heads * kv_len * (4 * head_dim + 5)};
 }
 
+Cost cost_attention_gemv_add(int64_t heads, int64_t kv_heads, int64_t kv_len, int64_t head_dim, int64_t n,
+                             ir::DType kv, ir::DType w, ir::DType y) {
+  // The attention's reads; its output never leaves the SM (out_width 0).
+  Cost c = cost_attention(heads, kv_heads, kv_len, head_dim, kv, 0, kv);
+  c.bytes += 2 * nb(kv, kv_heads * head_dim) + nb(ir::DType::F32, head_dim / 2);  // k_new, v_new, inv_freq
+  c.flops += 6 * (heads + kv_heads) * head_dim;  // q and the new k rotated, as cost_rope counts
+  const int64_t K = heads * head_dim;
+  c.bytes += nb(w, n * K) + 2 * nb(y, n);  // W_o's tile rows; the residual tile read and written
+  c.flops += 2 * K * n + n;
+  return c;
+}
+
 Cost cost_combine(int64_t P, int64_t heads, int64_t head_dim, ir::DType out) {
   return Cost{nb(ir::DType::F32, P * heads * (head_dim + 2)) + nb(out, heads * head_dim),
               P * heads * (2 * head_dim + 4)};

@@ -36,6 +36,12 @@ Cost cost_kv_append(int64_t elems, ir::DType kv);
 /// `out_width` elements per head of dtype `out`.
 Cost cost_attention(int64_t heads, int64_t kv_heads, int64_t kv_len, int64_t head_dim, ir::DType kv,
                     int64_t out_width, ir::DType out);
+/// FUSED ATTENTION_GEMV_ADD: the attention of all `heads` query heads (`kv_heads` K/V heads over
+/// `kv_len` cache rows, q and the step's k rotated, the step's k / v rows read) kept on chip as the
+/// x of an n-row GEMV_ADD tile of K = heads * head_dim. Every tile reads the whole K / V window
+/// again (from L2 after the first): that re-read is the price of having no attention stage.
+Cost cost_attention_gemv_add(int64_t heads, int64_t kv_heads, int64_t kv_len, int64_t head_dim, int64_t n,
+                             ir::DType kv, ir::DType w, ir::DType y);
 /// ATTENTION_COMBINE of P F32 partials of `heads` x (head_dim + 2).
 Cost cost_combine(int64_t P, int64_t heads, int64_t head_dim, ir::DType out);
 /// An elementwise op with `inputs` inputs of n elements (ADD, SILU_MUL), `flops_per` each.

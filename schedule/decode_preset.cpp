@@ -2,6 +2,7 @@
 #include "schedule/decode_preset.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,7 +29,59 @@ std::vector<std::string> sorted_ops(std::vector<std::string> group) {
   return group;
 }
 
+bool drops(const DecodePreset& preset, const std::vector<std::string>& group) {
+  for (const std::string& text : preset.drop_fusion)
+    if (sorted_ops(text) == sorted_ops(group)) return true;
+  return false;
+}
+
+// The groups the attention-in-o_proj group replaces (it claims attention and o_proj).
+bool replaced_by_attention_o_proj(const std::vector<std::string>& group) {
+  const std::vector<std::string> key = sorted_ops(group);
+  return key == std::vector<std::string>{"attention", "rope"} || key == std::vector<std::string>{"o_proj", "residual_add"};
+}
+
+bool env_allows_attention_in_o() {
+  const char* env = std::getenv(kAttentionInOEnv);
+  return env != nullptr && std::string_view(env) == "1";
+}
+
 }  // namespace
+
+std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name) {
+  if (name == "auto") return AttentionInOProj::Auto;
+  if (name == "on") return AttentionInOProj::On;
+  if (name == "off") return AttentionInOProj::Off;
+  return std::nullopt;
+}
+
+std::string attention_in_o_proj_name(AttentionInOProj mode) {
+  switch (mode) {
+    case AttentionInOProj::On: return "on";
+    case AttentionInOProj::Off: return "off";
+    case AttentionInOProj::Auto: break;
+  }
+  return "auto";
+}
+
+bool attention_in_o_proj_shape_ok(const ModelConfig& model, int64_t max_seq, ir::DType dtype) {
+  // The shape the design is for (docs/ATTENTION_IN_O.md): the 1B's head_dim with 16-bit caches,
+  // whose K / V window a tile re-reads from L2 cheaply; f32 or head_dim 128 doubles those reads.
+  const bool half = dtype == ir::DType::BF16 || dtype == ir::DType::F16;
+  return half && model.head_dim == kAttentionInOProjHeadDim && max_seq <= kAttentionInOProjMaxSeq;
+}
+
+bool decode_preset_attention_in_o_proj(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                                       ir::DType dtype) {
+  if (preset.attention_in_o_proj != AttentionInOProj::Auto) return preset.attention_in_o_proj == AttentionInOProj::On;
+  // Auto never picks a combination the lowering refuses, nor overrides a choice the preset was
+  // given about what the group replaces: split-KV, head tiling, the fold, a dropped group.
+  const bool attention_as_asked = preset.kv_partitions <= 1 && preset.heads_per_task == 0;
+  const bool groups_kept = !preset.mlp_fold && !drops(preset, {"rope", "attention"}) &&
+                           !drops(preset, {"o_proj", "residual_add"});
+  return attention_as_asked && groups_kept && attention_in_o_proj_shape_ok(model, max_seq, dtype) &&
+         env_allows_attention_in_o();
+}
 
 bool is_builtin_fusion_group(const std::string& text) {
   for (const std::vector<std::string>& group : fusion_all_groups())
@@ -36,8 +89,11 @@ bool is_builtin_fusion_group(const std::string& text) {
   return false;
 }
 
-int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq) {
+int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                                    ir::DType dtype) {
   if (preset.kv_partitions > 0) return preset.kv_partitions;
+  // The fused o_proj tiles attend over the whole cache in one pass: split-KV has no fused form.
+  if (decode_preset_attention_in_o_proj(preset, model, max_seq, dtype)) return 1;
   // One partition per 2048 cache rows, so a long context spreads over SMs while a short one
   // leaves the extra partitions empty (they exit at once); past 6144 rows, 16 when a KV head's
   // query heads (a GQA group of 4 to 8) share one task, else 8 (with two query heads per task,
@@ -54,33 +110,38 @@ int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfi
   return group >= 4 && group <= 8 ? kMaxKvPartitions : kMaxCombineOperands;
 }
 
-int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq) {
+int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                                     ir::DType dtype) {
   const int64_t n_heads = std::max<int64_t>(1, model.num_attention_heads);
   if (preset.heads_per_task > 0) return std::clamp<int64_t>(preset.heads_per_task, 1, n_heads);
+  // Each fused o_proj tile computes every head (the lowering refuses any other head tiling).
+  if (decode_preset_attention_in_o_proj(preset, model, max_seq, dtype)) return n_heads;
   // Auto: one query head per task, so the GQA group's heads run on separate SMs (attention at
   // decode is latency-bound); at 8 partitions two (of one KV head), at 16 the whole group: the
   // tensor-core path runs a KV head's query heads (up to 8) in one pass, reading each K / V row
   // once for all of them, and keeps the attention tasks at about one per SM (rows 105, 128).
-  const int64_t parts = decode_preset_kv_partitions(preset, model, max_seq);
+  const int64_t parts = decode_preset_kv_partitions(preset, model, max_seq, dtype);
   if (parts > kMaxCombineOperands) return std::clamp<int64_t>(model.gqa_group(), 1, n_heads);
   return parts >= kMaxCombineOperands && model.gqa_group() % 2 == 0 ? 2 : 1;
 }
 
-std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling) {
+std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling,
+                               ir::DType dtype) {
   nlohmann::json j;
   j["fusion_grouping"] = nlohmann::json::array();
+  const bool attention_in_o = decode_preset_attention_in_o_proj(tiling, model, max_seq, dtype);
   for (const std::vector<std::string>& group : fusion_all_groups()) {
-    bool dropped = false;
-    for (const std::string& text : tiling.drop_fusion) dropped |= sorted_ops(text) == sorted_ops(group);
     // The fold replaces both MLP groups (it claims gate_proj and down_proj).
     const bool mlp = std::find(group.begin(), group.end(), "gate_proj") != group.end() ||
                      std::find(group.begin(), group.end(), "down_proj") != group.end();
-    if (!dropped && !(tiling.mlp_fold && mlp)) j["fusion_grouping"].push_back(group);
+    const bool replaced = (tiling.mlp_fold && mlp) || (attention_in_o && replaced_by_attention_o_proj(group));
+    if (!drops(tiling, group) && !replaced) j["fusion_grouping"].push_back(group);
   }
   if (tiling.mlp_fold) j["fusion_grouping"].push_back(mlp_fold_group());
+  if (attention_in_o) j["fusion_grouping"].push_back(attention_o_proj_group());
   j["sm_assignment"] = tiling.sm_assignment;
-  j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, model, max_seq);
-  j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model, max_seq);
+  j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, model, max_seq, dtype);
+  j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model, max_seq, dtype);
   const int64_t h = model.hidden_size, q = model.q_dim(), inter = model.intermediate_size, kv = model.kv_dim();
   struct Proj {
     const char* name;

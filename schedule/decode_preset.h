@@ -1,16 +1,40 @@
 // schedule/decode_preset.h: the "gpu-decode" schedule preset: the ScheduleConfig that amk-bench
 // decode uses when given none, and amk-compile writes with --preset gpu-decode. Every fusion group,
 // each stage's projections cut into equal tiles per SM, stage_balance, one query head per
-// attention task, split-KV sized to max_seq, the combine in head tiles, the argmax split over SMs. docs/PERFORMANCE.md has
+// attention task, split-KV sized to max_seq, the combine in head tiles, the argmax split over SMs;
+// optionally the attention inside o_proj (attention_in_o_proj). docs/PERFORMANCE.md has
 // the measurements behind each choice and docs/SCHEDULE.md the knobs it sets.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "ir/enums.h"
 #include "schedule/model_config.h"
 
 namespace amk::schedule {
+
+/// Whether the preset puts each layer's attention inside its o_proj tiles (docs/ATTENTION_IN_O.md:
+/// the {rope, attention, o_proj, residual_add} group, FUSED ATTENTION_GEMV_ADD).
+enum class AttentionInOProj {
+  Auto,  ///< decode_preset_attention_in_o_proj's rule (off unless AMK_ATTENTION_IN_O=1, for now)
+  On,    ///< always (to measure it; the lowering refuses what the fused form cannot do)
+  Off,   ///< never: the attention stays its own stage
+};
+
+/// Cache rows up to which the auto rule puts the attention in o_proj. A guess to be measured
+/// (docs/ATTENTION_IN_O.md, step 6): every o_proj tile reads the whole K / V window from L2 (at
+/// 256 rows, 512 KiB a tile on the 1B shape), and that redundant read grows with max_seq while the
+/// stage it saves does not.
+inline constexpr int64_t kAttentionInOProjMaxSeq = 256;
+/// The only head_dim the auto rule takes: at 128 (the 8B) the per-tile K / V reads double and most
+/// of the saving goes (docs/ATTENTION_IN_O.md).
+inline constexpr int64_t kAttentionInOProjHeadDim = 64;
+/// The environment variable that lets the auto rule turn the group on ("1"). The GPU kernel is not
+/// measured yet, so auto stays off without it; a later change makes the shape rule alone decide.
+inline constexpr const char* kAttentionInOEnv = "AMK_ATTENTION_IN_O";
 
 /// The preset's choices; the defaults are the measured best (H100 / H200, Llama-3.2-1B and 8B).
 struct DecodePreset {
@@ -48,19 +72,43 @@ struct DecodePreset {
   /// RMSNORM_MLP_FOLD tasks, tiles_per_stage per SM over the intermediate columns. Its logits are
   /// not bit-reproducible run to run (F32 atomic adds), so it is off by default.
   bool mlp_fold = false;
+  /// The attention inside o_proj: each o_proj tile a FUSED ATTENTION_GEMV_ADD recomputing the
+  /// layer's attention, so the attention stage and its hop go (the group replaces {rope, attention}
+  /// and {o_proj, residual_add}; one KV partition, every head in each task).
+  AttentionInOProj attention_in_o_proj = AttentionInOProj::Auto;
 };
+
+/// "auto" | "on" | "off" -> the knob; nullopt for anything else.
+std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name);
+/// The knob's name ("auto").
+std::string attention_in_o_proj_name(AttentionInOProj mode);
+
+/// The shapes the auto rule takes: head_dim kAttentionInOProjHeadDim, bf16 or f16 KV caches and
+/// max_seq <= kAttentionInOProjMaxSeq.
+bool attention_in_o_proj_shape_ok(const ModelConfig& model, int64_t max_seq, ir::DType dtype);
+
+/// Whether the preset lowers `model`'s attention inside o_proj. On: yes; Off: no; Auto: when the
+/// shape qualifies, AMK_ATTENTION_IN_O=1 is set (read now), and the preset leaves what the group
+/// replaces alone (no MLP fold, neither replaced group dropped, no split-KV or head tiling asked for).
+bool decode_preset_attention_in_o_proj(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                                       ir::DType dtype = ir::DType::BF16);
 
 /// Whether `text` ("rope,kv_append", any order) names one of fusion_all_groups().
 bool is_builtin_fusion_group(const std::string& text);
 
-/// The split-KV partitions per head the preset gives `model`'s KV cache of `max_seq` rows.
-int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq);
+/// The split-KV partitions per head the preset gives `model`'s KV cache of `max_seq` rows (with
+/// the attention in o_proj 1, unless the preset gives them).
+int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                                    ir::DType dtype = ir::DType::BF16);
 
-/// The query heads per attention task the preset gives `model`.
-int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq);
+/// The query heads per attention task the preset gives `model` (with the attention in o_proj
+/// all of them, unless the preset gives them).
+int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                                     ir::DType dtype = ir::DType::BF16);
 
 /// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on a target with `num_sms`
-/// SMs (>= 1) and a KV cache of `max_seq` rows.
-std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& preset);
+/// SMs (>= 1), a KV cache of `max_seq` rows and activations / KV caches of `dtype` (the lowering's).
+std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& preset,
+                               ir::DType dtype = ir::DType::BF16);
 
 }  // namespace amk::schedule

@@ -2,8 +2,11 @@
 // Unfused, a layer is: attn_norm, qkv, rope (+ KV_APPEND v), kv_append (k), attention,
 // [attn_combine], o_proj, attn_residual, mlp_norm, gate_up, silu_mul, down_proj, mlp_residual.
 // Each fusion group removes stages (docs/SCHEDULE.md); fully fused a layer is 5 stages (6 with
-// split-KV): qkv, attention (q rotated in it), [combine], o_proj (+ the cache appends), gate_up, down. Tasks inside a stage never touch the same bytes: tiles write disjoint columns, and
-// the in-place residual tiles read and write only their own columns of h.
+// split-KV): qkv, attention (q rotated in it), [combine], o_proj (+ the cache appends), gate_up, down;
+// with the attention in o_proj 4: qkv, attention_o_proj (+ the appends), gate_up, down. Tasks
+// inside a stage never touch the same bytes: tiles write disjoint columns, and the in-place
+// residual tiles read and write only their own columns of h (the appends write cache row pos,
+// which the attention tasks of their stage take from k / v instead).
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -161,6 +164,38 @@ void emit_attention(LowerContext& c, const std::string& P, ir::BufferId q, ir::B
   }
 }
 
+// FUSED ATTENTION_GEMV_ADD o_proj tiles (docs/ATTENTION_IN_O.md): each computes ROPE_ATTENTION's
+// output over every head and the one cache window (STEP_KV clamps it to the step) on chip, as the
+// x of GEMV_ADD's tile of W_o into h, in place. So they wait on q / k / v directly; the price is
+// that every tile reads the whole K / V window, which is why the preset keeps this to short caches.
+void emit_attention_o_proj(LowerContext& c, const std::string& P, ir::BufferId q, ir::BufferId k_cache,
+                           ir::BufferId v_cache, const FreshRow& fresh, ir::BufferId w_o) {
+  const ModelConfig& m = c.model;
+  const int64_t hd = m.head_dim, K = m.q_dim();
+  const Span kv = c.tiling.kv_partition(0, c.max_seq);  // the only partition (fusion_check_tiling)
+  const auto recipe = static_cast<int64_t>(ir::FusedRecipe::AttentionGemvAdd);
+  for (const Span& t : spans_cover(m.hidden_size, c.tiling.n_tile.at("o_proj"))) {
+    ir::Params p;  // ROPE_ATTENTION's params (no head range), then GEMV_ADD's tile
+    p.set("recipe", std::string(ir::recipe_find(recipe)->name));
+    p.set("head_dim", hd);
+    p.set("kv_start", kv.off);
+    p.set("kv_len", kv.len);
+    p.set("scale", 1.0 / std::sqrt(static_cast<double>(hd)));
+    p.set("n_heads", m.num_attention_heads);
+    p.set("n_kv_heads", m.num_key_value_heads);
+    p.set("pos", int64_t{0});
+    p.set("K", K);
+    p.set("N_tile", t.len);
+    p.set("n_off", t.off);
+    p.set("flags", ir::kFlagStepPos | ir::kFlagStepKv | (recipe << ir::kFlagRecipeShift));
+    const Cost cost = cost_attention_gemv_add(m.num_attention_heads, m.num_key_value_heads, kv.len, hd, t.len, c.dtype,
+                                              c.weight_dtype, c.b.buffer(c.h).dtype);
+    c.b.add_task(ir::Opcode::Fused, {q, k_cache, v_cache, fresh.k, fresh.v, c.inv_freq, w_o, c.h}, {c.h},
+                 std::move(p), P + ".o_proj[" + std::to_string(t.off) + ":" + std::to_string(t.off + t.len) + "]",
+                 cost.bytes, cost.flops);
+  }
+}
+
 /// Returns the copy of h the o_proj tiles leave for the MLP fold (none without it).
 ir::BufferId emit_attention_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
   const ModelConfig& m = c.model;
@@ -204,6 +239,19 @@ ir::BufferId emit_attention_block(LowerContext& c, const std::string& P, const L
     appends.front()();
     appends.pop_front();
   };
+
+  if (c.fusion.attention_o_proj) {
+    // No attention stage: the o_proj tiles compute it. The appends join their stage (they write
+    // row pos, which the tiles take from k / v instead of the caches).
+    c.b.begin_stage(P + " attention_o_proj");
+    emit_attention_o_proj(c, P, q, k_cache, v_cache, FreshRow{k, v}, w.o);
+    next_appends();
+    while (!appends.empty()) {  // without ROPE_APPEND: KV_APPEND k after ROPE k
+      c.b.begin_stage(P + " kv_append");
+      next_appends();
+    }
+    return ir::BufferId();  // the MLP fold cannot be on (fusion_plan)
+  }
 
   const ir::BufferId attn = c.activation(P + ".attn", m.q_dim());
   if (c.fusion.rope_attention) {

@@ -28,6 +28,10 @@ const std::vector<KnownGroup>& known_groups() {
       {{"rope", "attention"}, {"attention"}, [](FusionPlan& p) { p.rope_attention = true; }},
       {{"rmsnorm", "gate_proj", "up_proj", "silu_mul", "down_proj", "residual_add"}, {"gate_proj", "down_proj"},
        [](FusionPlan& p) { p.mlp_fold = true; }},
+      // The fused tiles take ROPE_ATTENTION's operands (q rotated in the task, row pos from k / v)
+      // and end as GEMV_ADD's in-place residual tile: both groups' forms, so it claims both.
+      {{"rope", "attention", "o_proj", "residual_add"}, {"attention", "o_proj"},
+       [](FusionPlan& p) { p.attention_o_proj = p.rope_attention = p.o_residual = true; }},
   };
   return groups;
 }
@@ -77,7 +81,43 @@ Result<FusionPlan> fusion_plan(const std::vector<std::vector<std::string>>& grou
                       "]: the MLP fold needs the group [\"o_proj\", \"residual_add\"] too (its o_proj tiles "
                       "leave the MLP's input in a copy of h)");
   }
+  if (plan.mlp_fold && plan.attention_o_proj) {
+    // The fold reads the MLP's input from the copy of h that GEMV_ADD_COPY o_proj tiles write;
+    // ATTENTION_GEMV_ADD writes h only (there is no recipe that does both).
+    return Status(StatusCode::InvalidArgument,
+                  "fusion_grouping[" + std::to_string(claimed.at("gate_proj")) +
+                      "]: the MLP fold cannot run with the attention in o_proj (fusion_grouping[" +
+                      std::to_string(claimed.at("o_proj")) +
+                      "]): the fold needs o_proj tiles that also write a copy of h, and ATTENTION_GEMV_ADD "
+                      "writes h only");
+  }
   return plan;
+}
+
+Status fusion_check_tiling(const FusionPlan& plan, const ir::ScheduleConfig& config, const ModelConfig& model) {
+  if (!plan.attention_o_proj) return Status::ok();
+  const std::string why = " with the fusion group " + group_text(attention_o_proj_group()) +
+                          ": every o_proj tile computes the attention of all heads over the whole cache itself";
+  const auto attn = config.tiling.find("attention");
+  if (attn == config.tiling.end()) return Status::ok();
+  const auto get = [&](const char* key) -> const int64_t* {
+    const auto it = attn->second.find(key);
+    return it == attn->second.end() ? nullptr : &it->second;
+  };
+  // Split-KV's partials and ATTENTION_COMBINE have no fused form: long contexts keep the group off.
+  if (const int64_t* parts = get("kv_partitions"); parts != nullptr && *parts != 1) {
+    return Status(StatusCode::InvalidArgument,
+                  "tiling.attention.kv_partitions: " + std::to_string(*parts) + " must be 1" + why +
+                      " (split-KV and ATTENTION_COMBINE have no fused form; leave the group out for long contexts)");
+  }
+  // The fused task has no head range (its n_off / N_tile are the o_proj tile).
+  if (const int64_t* heads = get("heads_per_task"); heads != nullptr && *heads != model.num_attention_heads) {
+    return Status(StatusCode::InvalidArgument,
+                  "tiling.attention.heads_per_task: " + std::to_string(*heads) + " must be num_attention_heads (" +
+                      std::to_string(model.num_attention_heads) + ") or absent" + why +
+                      " (there is no attention head tiling)");
+  }
+  return Status::ok();
 }
 
 std::vector<std::vector<std::string>> fusion_all_groups() {
@@ -93,5 +133,7 @@ std::vector<std::vector<std::string>> fusion_all_groups() {
 std::vector<std::string> mlp_fold_group() {
   return {"rmsnorm", "gate_proj", "up_proj", "silu_mul", "down_proj", "residual_add"};
 }
+
+std::vector<std::string> attention_o_proj_group() { return {"rope", "attention", "o_proj", "residual_add"}; }
 
 }  // namespace amk::schedule

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "ir/program.h"
 #include "ir/status.h"
+#include "schedule/model_config.h"
 
 namespace amk::schedule {
 
@@ -22,11 +24,23 @@ struct FusionPlan {
   /// {rmsnorm, gate_proj, up_proj, silu_mul, down_proj, residual_add}: the whole MLP in one stage of
   /// RMSNORM_MLP_FOLD tasks accumulating into an F32 h (docs/FOLD.md; needs o_residual).
   bool mlp_fold = false;
+  /// {rope, attention, o_proj, residual_add}: the o_proj tiles become FUSED ATTENTION_GEMV_ADD, each
+  /// recomputing the whole layer's attention (docs/ATTENTION_IN_O.md), so the attention stage and its
+  /// hop go. Implies rope_attention (the appends then run beside the tiles) and o_residual.
+  bool attention_o_proj = false;
 };
 
-/// Resolve the groups. An unknown group, a projection named by two groups, or the MLP fold without
-/// {o_proj, residual_add} is InvalidArgument naming "fusion_grouping[i]".
+/// Resolve the groups. An unknown group, a projection named by two groups, the MLP fold without
+/// {o_proj, residual_add}, or the MLP fold with the attention in o_proj is InvalidArgument naming
+/// "fusion_grouping[i]".
 [[nodiscard]] Result<FusionPlan> fusion_plan(const std::vector<std::vector<std::string>>& groups);
+
+/// The tiling knobs a plan cannot honour: with attention_o_proj the attention is one pass over every
+/// head and the whole cache inside each o_proj tile, so tiling.attention.kv_partitions must be 1
+/// (no split-KV, no ATTENTION_COMBINE) and an explicit tiling.attention.heads_per_task must be
+/// n_heads. InvalidArgument names the knob.
+[[nodiscard]] Status fusion_check_tiling(const FusionPlan& plan, const ir::ScheduleConfig& config,
+                                         const ModelConfig& model);
 
 /// The grouping that turns every known fusion on (the fastest lowering amk knows). It leaves out the
 /// MLP fold, which gives up bitwise reproducibility (docs/FOLD.md) and replaces two of these groups.
@@ -34,5 +48,10 @@ std::vector<std::vector<std::string>> fusion_all_groups();
 
 /// The MLP fold's group: {rmsnorm, gate_proj, up_proj, silu_mul, down_proj, residual_add}.
 std::vector<std::string> mlp_fold_group();
+
+/// The attention-in-o_proj group: {rope, attention, o_proj, residual_add}. It replaces {rope,
+/// attention} and {o_proj, residual_add} (it claims attention and o_proj), so it is not in
+/// fusion_all_groups(): the gpu-decode preset swaps it in (decode_preset.h, attention_in_o_proj).
+std::vector<std::string> attention_o_proj_group();
 
 }  // namespace amk::schedule

@@ -94,6 +94,7 @@ Result<ir::Program> lower(const ModelConfig& model, const ir::ScheduleConfig& co
   if (!tiling) return tiling.status();
   auto fusion = fusion_plan(config.fusion_grouping);
   if (!fusion) return fusion.status();
+  if (Status s = fusion_check_tiling(*fusion, config, model); !s) return s;
 
   LowerContext c{model, *tiling, *fusion, options.dtype, options.weight_dtype.value_or(options.dtype), *max_seq, ProgramBuilder{}, {}, {}, {}, {}};
   emit_embed(c);

@@ -136,7 +136,8 @@ int run(const Options& opt) {
     auto max_seq = amk::schedule::resolve_max_seq(*model, opt.max_seq);
     if (!max_seq) return fail(opt, doc, max_seq.status());
     auto sc = amk::schedule::schedule_config_from_json_text(
-        amk::schedule::decode_preset_json(*model, target->num_sms, *max_seq, amk::schedule::DecodePreset{}),
+        amk::schedule::decode_preset_json(*model, target->num_sms, *max_seq, amk::schedule::DecodePreset{},
+                                          *amk::schedule::lower_dtype_from_name(opt.dtype)),  // CLI11 checked the name
         "preset " + opt.preset);
     if (!sc) return fail(opt, doc, sc.status());
     config = std::move(*sc);

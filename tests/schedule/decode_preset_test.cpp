@@ -46,6 +46,9 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   schedule::DecodePreset tiling = defaults;
   tiling.tiles_per_stage = 0;
   tiling.sm_assignment = "load_balance";
+  // Today's attention stage whatever AMK_ATTENTION_IN_O says (the attention in o_proj, which takes
+  // the short caches below in auto, has its own tests: attention_o_proj_lower_test.cpp).
+  tiling.attention_in_o_proj = schedule::AttentionInOProj::Off;
   CHECK(tiling.tile_kib == 256);
   const auto j = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, tiling));
   CHECK(j["sm_assignment"] == "load_balance");
