@@ -16,6 +16,8 @@ enum FusedRecipeId : int32_t {
   kRecipeRopeAttention = 6,   ///< [q, k_cache, v_cache, k_new, v_new, inv_freq] (attention_tile.h; not a GEMV)
   // 7: RMSNORM_MLP_FOLD (mlp_fold.h; not a GEMV tile)
   kRecipeGemvAddCopy = 8,     ///< [x, W, residual] -> y, copy: GEMV_ADD written to both outputs
+  kRecipeAttentionGemvAdd = 9,  ///< [q, k_cache, v_cache, k_new, v_new, inv_freq, W, residual]: ROPE_ATTENTION
+                                ///< of every head, then GEMV_ADD of that row (attention_gemv.h; not decode_fused's)
 };
 
 /// The recipe id of a FUSED instruction (flags bits 16-31).
@@ -34,7 +36,7 @@ struct FusedArgs {
 };
 
 /// The GEMV recipes (1-4, 8). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
-/// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
+/// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs, ATTENTION_GEMV_ADD splits: attention_gemv.h), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
 /// norm_w has K elements, up matches gate, residual is [rows, N_out]).
 AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& inst, FusedArgs* a) {
   a->recipe = fused_recipe(inst);

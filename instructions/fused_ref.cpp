@@ -3,6 +3,7 @@
 // before the same y element is written, which is what makes y == residual safe.
 #include <vector>
 
+#include "instructions/attention_gemv.h"
 #include "instructions/attention_tile.h"
 #include "instructions/common/matmul_ref.h"
 #include "instructions/common/reduce.h"
@@ -13,11 +14,27 @@
 #include "instructions/silu_mul.h"
 
 namespace amk::instructions {
+namespace {
+
+/// ATTENTION_GEMV_ADD as its two halves (split_attention_gemv): the unfused references, so the
+/// fused task equals ROPE_ATTENTION then GEMV_ADD bit for bit.
+int32_t attention_gemv_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
+  const int64_t elems = attention_gemv_row_elems(inst.params);
+  std::vector<uint32_t> row(static_cast<size_t>(elems > 0 ? elems : 1));  // 4 bytes per element: any float dtype
+  AttentionGemvSplit s;
+  amk_program_t view;
+  AMK_TRY_DEV(split_attention_gemv(prog, inst, row.data(), &s, &view));
+  AMK_TRY_DEV(attention_tile_ref(view, s.attention));
+  return fused_ref(view, s.gemv);
+}
+
+}  // namespace
 
 int32_t fused_ref(const amk_program_t& prog, const amk_instruction_t& inst) {
   if (fused_recipe(inst) == kRecipeRopeAppend) return rope_append_ref(prog, inst);
   if (fused_recipe(inst) == kRecipeRopeAttention) return attention_tile_ref(prog, inst);
   if (fused_recipe(inst) == kRecipeMlpFold) return mlp_fold_ref(prog, inst);
+  if (fused_recipe(inst) == kRecipeAttentionGemvAdd) return attention_gemv_ref(prog, inst);
   FusedArgs a;
   AMK_TRY_DEV(decode_fused(prog, inst, &a));
   const MatmulArgs& mm = a.mm;

@@ -3,6 +3,7 @@
 // kernel's L2 prefetch and weight stream, and the executor building that stream's table. Host and
 // device, so the host's plan and the kernel's decode of a task are the same function.
 #pragma once
+#include "instructions/attention_gemv.h"
 #include "instructions/fused.h"
 #include "instructions/gemv_tile.h"
 #include "instructions/mlp_fold.h"
@@ -10,7 +11,9 @@
 namespace amk::instructions {
 
 /// What is applied to x while it is staged.
-enum GemvPrologue : int32_t { kGemvPlain = 0, kGemvRmsNorm = 1, kGemvSiluMul = 2 };
+/// kGemvAttention: x is FUSED ATTENTION_GEMV_ADD's attention (GemvPlan::attn), computed into the
+/// staged x by instructions/attention_row.cuh; streamed tasks only.
+enum GemvPrologue : int32_t { kGemvPlain = 0, kGemvRmsNorm = 1, kGemvSiluMul = 2, kGemvAttention = 3 };
 
 /// Most rows one item of the weight stream's chunk consumer takes (instructions/gemv_stream.cuh):
 /// its warp loads each x vector once for all of them.
@@ -131,6 +134,11 @@ struct GemvPlan {
   /// rows [3 n_off, 3 (n_off + N_tile)), each triple gate, up, down^T; y is the F32 output the
   /// task adds into; aux is norm_w (prologue kGemvRmsNorm).
   bool fold = false;
+  /// ATTENTION_GEMV_ADD (prologue kGemvAttention): the attention that is x; mm.x has x's dtype and
+  /// length but no storage (the x is made in shared memory).
+#ifndef AMK_TMP_NO_ROW
+  AttentionRowPlan attn;
+#endif
 };
 
 /// Decode a GEMV-like `inst` into `*plan`: the opcode's own decode error, or BAD_PARAMS for an
@@ -176,6 +184,29 @@ AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t&
     plan->eps = f.eps;
     plan->has_bias = plan->has_residual = plan->has_copy = false;
     plan->fold = true;
+    return AMK_DEVERR_NONE;
+  }
+  // ATTENTION_GEMV_ADD streams W_o behind its attention where the GPU path has its layout
+  // (attention_row_plan); elsewhere it runs its halves unstreamed (fused_run). The device's step
+  // block is the executor's to set (attn.step).
+  if (inst.op == AMK_OP_FUSED && fused_recipe(inst) == kRecipeAttentionGemvAdd) {
+    alignas(16) static unsigned char placeholder[16];  // the row's storage: never read
+    AttentionGemvSplit s;
+    amk_program_t view;
+    AMK_TRY_DEV(split_attention_gemv(p, inst, placeholder, &s, &view));
+    AttentionTileArgs at;
+    AMK_TRY_DEV(decode_attention_tile_static(view, s.attention, &at));
+    FusedArgs g;
+    AMK_TRY_DEV(decode_fused(view, s.gemv, &g));
+    if (!attention_row_plan(at, inst.params, nullptr, &plan->attn)) return AMK_DEVERR_BAD_PARAMS;
+    plan->mm = g.mm;
+    plan->mm.x.ptr = nullptr;
+    plan->prologue = kGemvAttention;
+    plan->aux = plan->mm.x;
+    plan->residual = g.residual;
+    plan->has_residual = true;
+    plan->has_copy = plan->has_bias = false;
+    plan->eps = 0.0f;
     return AMK_DEVERR_NONE;
   }
 #endif  // host only

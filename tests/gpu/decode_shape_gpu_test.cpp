@@ -22,11 +22,12 @@ namespace {
 const std::string kLlama1B = std::string(AMK_SOURCE_DIR) + "/tests/fixtures/configs/llama-3.2-1b.json";
 
 /// The preset's program for `max_seq` rows, checked step by step against the cuBLAS baseline.
-bench::DecodeCheck check_preset(const schedule::ModelConfig& model, int64_t max_seq, int steps) {
+bench::DecodeCheck check_preset(const schedule::ModelConfig& model, int64_t max_seq, int steps,
+                                const schedule::DecodePreset& preset = schedule::DecodePreset{}) {
   auto target = bench::resolve_bench_target("auto", vm::cuda_device_name());
   REQUIRE(target.is_ok());
   auto cfg = schedule::schedule_config_from_json_text(
-      schedule::decode_preset_json(model, target->num_sms, max_seq, schedule::DecodePreset{}), "preset");
+      schedule::decode_preset_json(model, target->num_sms, max_seq, preset), "preset");
   REQUIRE(cfg.is_ok());
   auto rig = bench::build_decode_rig(model, *target, *cfg, max_seq, 1, "cublas-graph");
   REQUIRE(rig.is_ok());
@@ -53,6 +54,23 @@ TEST_CASE("decode rig: the Llama-3.2-1B shape's streamed decode matches the cuBL
     // limit is 0.1. Stale or torn chunks moved it to 0.15-0.29 in session 27.
     CHECK(check.max_rel_l2 < 0.05);
   }
+}
+
+// The attention recomputed inside every o_proj tile (FUSED ATTENTION_GEMV_ADD, the attention
+// kernel's streamed path: head_dim 64, bf16) against the same independent baseline, over steps
+// that move the window and the fresh key (docs/ATTENTION_IN_O.md).
+TEST_CASE("decode rig: the Llama-3.2-1B shape with attention in o_proj matches the cuBLAS baseline", "[gpu]") {
+  gputest::require_gpu();
+  auto model = schedule::model_config_load(kLlama1B);
+  REQUIRE(model.is_ok());
+  schedule::DecodePreset preset;
+  preset.attention_in_o_proj = schedule::AttentionInOProj::On;
+  const bench::DecodeCheck check = check_preset(*model, 256, 20, preset);
+  INFO(check.mismatch);
+  CHECK(check.mismatch.empty());
+  CHECK(check.steps == 20);
+  CHECK(check.agree + check.near_ties == 20);
+  CHECK(check.max_rel_l2 < 0.05);
 }
 
 #endif  // AMK_GPU_TESTS

@@ -126,6 +126,30 @@ TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logi
   }
 }
 
+// FUSED ATTENTION_GEMV_ADD off the weight stream (head_dim 32: its halves, fused_run's generic
+// path), bf16, against transformers.
+TEST_CASE("gpu session: attention inside o_proj reproduces transformers' logits and 32 tokens", "[gpu]") {
+  gputest::require_gpu();
+  const testing::Golden g = testing::load_golden();
+  const int sms = gputest::device_sm_count();
+  REQUIRE(sms > 0);
+  auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
+  REQUIRE(model.is_ok());
+  schedule::DecodePreset preset;
+  preset.attention_in_o_proj = schedule::AttentionInOProj::On;
+  auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, sms, 256, preset), "preset");
+  INFO(cfg.status().message());
+  REQUIRE(cfg.is_ok());
+  const ir::Program p = lower_tiny(ir::DType::BF16, std::nullopt, "h100", 256, 256, *cfg);
+  size_t fused = 0;
+  for (const auto& t : p.tasks)
+    if (t.op == ir::Opcode::Fused && t.params.get_string("recipe") == std::string("ATTENTION_GEMV_ADD")) ++fused;
+  REQUIRE(fused > 0);
+  auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
+  const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
+  CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);
+}
+
 TEST_CASE("gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold", "[gpu]") {
   gputest::require_gpu();
   const testing::Golden g = testing::load_golden();

@@ -266,7 +266,7 @@ class CudaExecutor final : public Executor {
   /// depth, and the co-residency check.
   Status choose_launch_shape(const GpuOptions& options) {
     const amk_program_t& prog = image_.view();
-    bool has_fold = false;
+    bool has_fold = false, has_attention_row = false;
     int64_t want = 4096;  // floats: 16 KiB floor
     const int64_t warps = instructions::kComputeWarps;  // the warps that run micro-kernels
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
@@ -281,6 +281,17 @@ class CudaExecutor final : public Executor {
                                                     static_cast<size_t>(std::max<int64_t>(in.params.N_tile, 0)),
                                                 8));
       }
+      // ATTENTION_GEMV_ADD: on the weight stream x, the rotated q rows and the fresh rows
+      // (attention_row.cuh); off it, its halves beside the row and their table (fused.cuh).
+      if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeAttentionGemvAdd) {
+        has_attention_row = true;
+        const int64_t hd = std::min<int64_t>(std::max(in.params.head_dim, 0), instructions::kDeviceMaxHeadDim);
+        const int64_t K = std::max(in.params.K, 0);
+        want = std::max<int64_t>(want, align_up(static_cast<size_t>(2 * K + 2 * std::max(in.params.n_kv_heads, 0) * hd), 8));
+        want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(instructions::attention_smem_floats(hd, warps), int64_t{8}) +
+                                                                    instructions::attention_gemv_tail_floats(in.params)),
+                                                8));
+      }
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
@@ -288,9 +299,10 @@ class CudaExecutor final : public Executor {
                                            warps));
     }
     want = std::max<int64_t>(want, 2 * gpu::kMaxWarps);
-    // The fold kernel only for programs with folds: the default one runs every other program
-    // faster (persistent_kernel.h, KernelEntry).
-    kernel_ = has_fold ? gpuvm::fold_kernel() : gpuvm::default_kernel();
+    // The fold kernel only for programs with folds, the attention kernel for every program with
+    // ATTENTION_GEMV_ADD (only it runs that recipe; its folds then run the plain path): the default
+    // one runs every other program faster (persistent_kernel.h, KernelEntry).
+    kernel_ = has_attention_row ? gpuvm::attention_kernel() : has_fold ? gpuvm::fold_kernel() : gpuvm::default_kernel();
     KernelResources res;
     Status s = kernel_.resources(0, &res);
     if (!s) return s;
@@ -452,6 +464,10 @@ class CudaExecutor final : public Executor {
     instructions::GemvPlan plan;
     if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) return false;
     if (plan.fold && !kernel_.streams_folds) return false;  // the fold kernel's (or a -DAMK_FOLD_STREAM build's)
+    if (plan.prologue == instructions::kGemvAttention) {  // ATTENTION_GEMV_ADD: x made in the work area
+      if (!kernel_.streams_attention || instructions::attention_row_floats(plan.attn) > x_floats) return false;
+      plan.attn.step = args_.prog.step;  // the device's step block (set before the blobs are made)
+    }
     // The fold's chunks hold whole triples; one that does not ride the ring runs mlp_fold_run.
     const int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
                                                                              instructions::kComputeThreads)

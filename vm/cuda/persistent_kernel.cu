@@ -41,12 +41,27 @@
 // Defined before the micro-kernels are included: fused_run hands a streamed fold to
 // mlp_fold_streamed, which finds the ring and the task's chunks from the kernel's shared state.
 // vm/cuda/persistent_kernel_fold.cu defines it and AMK_FOLD_KERNEL_TU and includes this file: the
-// fold kernel (fold_kernel()), whose kernel and host functions live in namespace fold_tu.
+// fold kernel (fold_kernel()), whose kernel and host functions live in namespace fold_tu
+// (AMK_KERNEL_TU_NS).
 #if defined(AMK_FOLD_STREAM) && !defined(AMK_USE_HIP)  // host and device passes alike
 #define AMK_FOLD_STREAM_LINK 1
 #endif  // AMK_FOLD_STREAM
+// -DAMK_ATTENTION_ROW_STREAM: FUSED ATTENTION_GEMV_ADD tasks ride the weight stream, their x the
+// attention that instructions/attention_row.cuh computes in the work area. Its call at the head of
+// run_streamed moved ptxas' allocation of the whole kernel (spill stores 136 -> 448 B, sm_90a), so
+// it lives in a kernel of its own, vm/cuda/persistent_kernel_attn.cu (attention_kernel()), that
+// the executor launches only for programs with such tasks.
+#if defined(AMK_ATTENTION_ROW_STREAM) && !defined(AMK_USE_HIP)
+#define AMK_ATTENTION_ROW_LINK 1
+#endif  // AMK_ATTENTION_ROW_STREAM
+// ATTENTION_GEMV_ADD's generic device path (instructions/fused.cuh): in the attention kernel and
+// in HIP's only kernel; the executor never gives such a task to the others.
+#if defined(AMK_ATTENTION_ROW_LINK) || defined(AMK_USE_HIP)
+#define AMK_ATTENTION_GEMV_ON_DEVICE 1
+#endif  // AMK_ATTENTION_ROW_LINK || AMK_USE_HIP
 
 #include "instructions/device_dispatch.cuh"
+#include "instructions/attention_row.cuh"
 #include "instructions/gemv_stream.cuh"
 #include "instructions/mlp_fold_stream.cuh"
 #include "targets/cuda/bulk_copy.cuh"
@@ -234,6 +249,11 @@ inline constexpr bool kFoldStream = true;
 #else
 inline constexpr bool kFoldStream = false;
 #endif  // AMK_FOLD_STREAM_LINK
+#ifdef AMK_ATTENTION_ROW_LINK
+inline constexpr bool kAttentionRowStream = instructions::kStreamsAttention;
+#else
+inline constexpr bool kAttentionRowStream = false;
+#endif  // AMK_ATTENTION_ROW_LINK
 
 #if AMK_HAVE_BULK_COPY
 /// Whether this launch streams weights through the ring.
@@ -393,6 +413,13 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
     return;
   }
 #endif  // AMK_FOLD_STREAM_LINK
+  // ATTENTION_GEMV_ADD: its attention is made in the work area beside x (attention_row_stage
+  // checks the rest of its plan, per step).
+#ifdef AMK_ATTENTION_ROW_LINK
+  if (plan.prologue == instructions::kGemvAttention && instructions::attention_row_floats(plan.attn) > cap) return;
+#else
+  if (plan.prologue == instructions::kGemvAttention) return;  // only attention_kernel() stages it
+#endif  // AMK_ATTENTION_ROW_LINK
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
       !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
@@ -467,7 +494,18 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
   ChunkTiming* const head_rec = threadIdx.x == 0 ? trace.at(*consumed) : nullptr;
   if (AMK_TRACE_HEAD == 1 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
 #endif  // AMK_TRACE_HEAD
+  // ATTENTION_GEMV_ADD: the layer's attention is the staged x (docs/ATTENTION_IN_O.md).
+#ifdef AMK_ATTENTION_ROW_LINK
+  if (plan.prologue == instructions::kGemvAttention) {
+    const int32_t rc = instructions::attention_row_stage(plan.attn, plan.mm.w.dtype, ctx);
+    if (rc != AMK_DEVERR_NONE) return rc;  // uniform
+  }
+#endif  // AMK_ATTENTION_ROW_LINK
+#ifdef AMK_ATTENTION_ROW_LINK
+  const float scale = plan.prologue == instructions::kGemvAttention ? 1.0f : instructions::gemv_stream_begin(plan, ctx);
+#else
   const float scale = instructions::gemv_stream_begin(plan, ctx);
+#endif  // AMK_ATTENTION_ROW_LINK
 #ifdef AMK_TRACE_HEAD
   if (AMK_TRACE_HEAD == 3 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
 #endif  // AMK_TRACE_HEAD
@@ -730,9 +768,9 @@ static __device__ __noinline__ int32_t mlp_fold_streamed(const DeviceCtx& ctx) {
 
 namespace amk::vm::gpuvm {
 inline namespace AMK_GPU_VENDOR_NS {
-#ifdef AMK_FOLD_KERNEL_TU
-namespace fold_tu {  // apart from the default kernel's names (persistent_kernel.cu's own TU)
-#endif  // AMK_FOLD_KERNEL_TU
+#ifdef AMK_KERNEL_TU_NS
+namespace AMK_KERNEL_TU_NS {  // apart from the default kernel's names (persistent_kernel.cu's own TU)
+#endif  // AMK_KERNEL_TU_NS
 
 /// The dynamic shared memory base rounded up to kDynSmemAlign (the host asked for the slack), so
 /// the work area and the ring sit where dyn_smem_layout says whatever the static part's size.
@@ -889,7 +927,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 }
 
 /// The launch floor: a kernel that does nothing, launched as the persistent kernel is.
-#ifndef AMK_FOLD_KERNEL_TU  // one empty kernel will do
+#ifndef AMK_KERNEL_TU_NS  // one empty kernel will do
 __global__ void __launch_bounds__(kBlockThreads, 1) amk_empty_kernel() {}
 
 Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {
@@ -904,7 +942,7 @@ Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {
 #endif  // AMK_USE_HIP
   return Status::ok();
 }
-#endif  // AMK_FOLD_KERNEL_TU
+#endif  // AMK_KERNEL_TU_NS
 
 Status kernel_resources(size_t dyn_smem, KernelResources* out) {
   int dev = 0;
@@ -970,16 +1008,27 @@ Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::
   return Status::ok();
 }
 
-#ifdef AMK_FOLD_KERNEL_TU
-}  // namespace fold_tu
+#if defined(AMK_FOLD_KERNEL_TU)
+}  // namespace AMK_KERNEL_TU_NS
 
-KernelEntry fold_kernel() { return KernelEntry{"fold", &fold_tu::kernel_resources, &fold_tu::kernel_launch, kFoldStream}; }
+KernelEntry fold_kernel() {
+  return KernelEntry{"fold", &fold_tu::kernel_resources, &fold_tu::kernel_launch, kFoldStream, kAttentionRowStream};
+}
+#elif defined(AMK_ATTENTION_KERNEL_TU)
+}  // namespace AMK_KERNEL_TU_NS
+
+KernelEntry attention_kernel() {
+  return KernelEntry{"attention", &attn_tu::kernel_resources, &attn_tu::kernel_launch, kFoldStream, kAttentionRowStream};
+}
 #else
-KernelEntry default_kernel() { return KernelEntry{"default", &kernel_resources, &kernel_launch, kFoldStream}; }
-#ifdef AMK_USE_HIP  // no fold kernel: folds run the plain path (AMK_FOLD_STREAM_LINK is CUDA only)
+KernelEntry default_kernel() {
+  return KernelEntry{"default", &kernel_resources, &kernel_launch, kFoldStream, kAttentionRowStream};
+}
+#ifdef AMK_USE_HIP  // no fold or attention kernel (their links are CUDA only)
 KernelEntry fold_kernel() { return default_kernel(); }
+KernelEntry attention_kernel() { return default_kernel(); }
 #endif  // AMK_USE_HIP
-#endif  // AMK_FOLD_KERNEL_TU
+#endif  // AMK_FOLD_KERNEL_TU, AMK_ATTENTION_KERNEL_TU
 
 }  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm::gpuvm

@@ -114,7 +114,7 @@ struct KernelResources {
 /// (docs/PERFORMANCE.md rows 140, 160): the executor launches the fold kernel only for programs
 /// that have folds, so no other program pays for them.
 struct KernelEntry {
-  const char* name;  ///< "default" or "fold", for reports
+  const char* name;  ///< "default", "fold" or "attention", for reports
   /// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
   Status (*resources)(size_t dyn_smem, KernelResources* out);
   /// Cooperative launch of `workers` blocks on `stream`.
@@ -122,6 +122,9 @@ struct KernelEntry {
   /// Whether its RMSNORM_MLP_FOLD tasks may ride the weight stream (else the executor leaves them
   /// off the ring and they run the plain fold, mlp_fold_run).
   bool streams_folds;
+  /// Whether its FUSED ATTENTION_GEMV_ADD tasks may ride the weight stream (else they run their
+  /// halves off the ring, fused_run).
+  bool streams_attention;
 };
 
 /// The kernel every program without folds runs. It streams folds only in a build whose CUDA
@@ -131,6 +134,11 @@ KernelEntry default_kernel();
 /// The kernel for programs with RMSNORM_MLP_FOLD tasks: streams them (sm_90 and later; elsewhere
 /// the ring is off and they run the plain fold anyway). HIP builds have none: default_kernel().
 KernelEntry fold_kernel();
+
+/// The kernel for programs with FUSED ATTENTION_GEMV_ADD tasks, the only one that runs them:
+/// streams them (vm/cuda/persistent_kernel_attn.cu) or runs their halves; its folds run the plain
+/// path. HIP builds have none: default_kernel(), which runs their halves.
+KernelEntry attention_kernel();
 
 /// Cooperative launch of an empty kernel with the persistent kernel's geometry (block size,
 /// `workers` blocks, `dyn_smem` bytes of dynamic shared memory): the floor under every launch.

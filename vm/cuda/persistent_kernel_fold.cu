@@ -8,4 +8,5 @@
 #define AMK_FOLD_STREAM 1
 #endif  // AMK_FOLD_STREAM
 #define AMK_FOLD_KERNEL_TU 1
+#define AMK_KERNEL_TU_NS fold_tu
 #include "vm/cuda/persistent_kernel.cu"

@@ -1,0 +1,195 @@
+// instructions/attention_row.cuh: the weight stream's x staging for FUSED ATTENTION_GEMV_ADD
+// (kGemvAttention, attention_gemv.h): every o_proj tile computes the layer's whole attention from
+// L2 into its staged x, so that o_proj waits on q / k / v directly instead of on an attention
+// stage (docs/ATTENTION_IN_O.md; the stage and its hop were ~10 us of a ~59 us Llama-1B layer on
+// the H200, docs/PERFORMANCE.md row 173).
+//
+// One warp per KV head, each over the whole window, so no warp merges with another: warp w takes
+// KV heads w, w + warps, ... and runs that head's query heads (its GQA group, <= 8) as the rows of
+// attention_mma.cuh's m16n8k16 tiles, 16 keys a block, the next block's K / V loads issued before
+// the current block's arithmetic (two blocks of registers in flight per warp: with 8 of the 11
+// warps busy on a Llama-1B layer, ~64 KiB of L2 reads in flight per SM). The block step repeats
+// attention_heads_mma's on purpose (one shared helper would move that function's registers, and
+// every earlier change of its allocation moved the whole kernel's: PERFORMANCE rows 104, 139).
+// Each value is rounded to q's dtype, as the unfused program's attention buffer holds it.
+// CUDA sm_80+ (the tensor cores); elsewhere the host never plans it (no ring) and the kernel's
+// check refuses it.
+#pragma once
+#include "instructions/attention_gemv.h"
+#include "instructions/attention_mma.cuh"
+#include "instructions/gemv_core.cuh"
+
+namespace amk::instructions {
+
+#ifdef AMK_ATTN_MMA_PATH
+
+/// KV head g's query heads over keys [j_begin, end) (key j_end..end-1 is the fresh one, from
+/// s_fresh) into s_x: the normalised output of head g * group + gq at its K positions. One warp.
+template <int DT>
+AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32_t g, int32_t j_begin, int32_t j_end,
+                                      int32_t end, const float* s_q, const float* s_fresh, float* s_x, bool planar) {
+  constexpr int HD = 64;
+  constexpr int kChunksK = HD / (8 * 4), kChunksV = HD / (8 * 8), kSteps = HD / 16, kTiles = HD / 8;
+  const float neg_inf = -__int_as_float(0x7f800000);
+  const int lane = gpu::lane_id(), gq = lane >> 2, tq = lane & 3;
+  const int nh = rp.group;
+  const int32_t K = rp.n_heads * HD;
+  const int32_t row_bytes = rp.n_kv_heads * HD * 2;
+  const char* kbase = static_cast<const char*>(rp.k) + g * HD * 2;
+  const char* vbase = static_cast<const char*>(rp.v) + g * HD * 2;
+  const float* fresh_k = s_fresh + g * 2 * HD;
+  const float* fresh_v = fresh_k + HD;
+  uint4 qc[kChunksK];
+#pragma unroll
+  for (int i = 0; i < kChunksK; ++i)
+    qc[i] = gq < nh ? pack16<DT>(s_q + (g * nh + gq) * HD + 8 * (tq + 4 * i)) : make_uint4(0u, 0u, 0u, 0u);
+  const auto row16 = [&](const char* base, const float* fresh, int32_t j, int chunk) {
+    if (j < j_end) return *reinterpret_cast<const uint4*>(base + j * row_bytes + chunk * 16);
+    if (j < end) return pack16<DT>(fresh + chunk * 8);
+    return make_uint4(0u, 0u, 0u, 0u);
+  };
+  struct Block {  // 16 keys: K for the two key n-tiles, V of keys 2tq, 2tq + 1, 2tq + 8, 2tq + 9
+    uint4 k[2][kChunksK], v[4][kChunksV];
+  };
+  const auto load = [&](int32_t jb, Block& b) {
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int i = 0; i < kChunksK; ++i) b.k[n][i] = row16(kbase, fresh_k, jb + 8 * n + gq, tq + 4 * i);
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int i = 0; i < kChunksV; ++i)
+        b.v[r][i] = row16(vbase, fresh_v, jb + 2 * tq + (r & 1) + 8 * (r >> 1), gq + 8 * i);
+  };
+  const float scale2 = rp.scale * 1.4426950408889634f;  // log2 units: exp2f per weight
+  float m = neg_inf, l = 0.0f, acc[kTiles][2];
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = 0.0f;
+  Block cur;
+  if (j_begin < end) load(j_begin, cur);
+  for (int32_t jb = j_begin; jb < end; jb += 16) {  // warp-uniform
+    Block next{};
+    if (jb + 16 < end) load(jb + 16, next);  // in flight during this block's arithmetic
+    float s[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [key n-tile][key 2tq + e]
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int st = 0; st < kSteps; ++st) {
+        const int i = st >> 1, w = (st & 1) * 2;
+        mma_rows8<DT>(s[n], word(qc[i], w), word(qc[i], w + 1), word(cur.k[n][i], w), word(cur.k[n][i], w + 1));
+      }
+    float mx = neg_inf;
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int32_t j = jb + 8 * n + 2 * tq + e;
+        s[n][e] = j < end ? s[n][e] * scale2 : neg_inf;
+        mx = fmaxf(mx, s[n][e]);
+      }
+    mx = fmaxf(mx, gpu::shfl_xor(mx, 1));  // a head's row is spread over its quad
+    mx = fmaxf(mx, gpu::shfl_xor(mx, 2));
+    const float m_new = fmaxf(m, mx);
+    const bool none = m_new == neg_inf;
+    const float alpha = none ? 1.0f : exp2f(m - m_new);
+    uint32_t p_big[2], p_small[2];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const float p0 = none ? 0.0f : exp2f(s[n][0] - m_new), p1 = none ? 0.0f : exp2f(s[n][1] - m_new);
+      l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
+      split_pair<DT>(p0, p1, p_big[n], p_small[n]);
+    }
+    m = m_new;
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      const int i = j >> 3, w = (j & 7) >> 1;
+      const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
+      const uint32_t b_lo = __byte_perm(word(cur.v[0][i], w), word(cur.v[1][i], w), sel);
+      const uint32_t b_hi = __byte_perm(word(cur.v[2][i], w), word(cur.v[3][i], w), sel);
+      acc[j][0] *= alpha;
+      acc[j][1] *= alpha;
+      mma_rows8<DT>(acc[j], p_big[0], p_big[1], b_lo, b_hi);
+      mma_rows8<DT>(acc[j], p_small[0], p_small[1], b_lo, b_hi);
+    }
+    cur = next;
+  }
+  l += gpu::shfl_xor(l, 1);
+  l += gpu::shfl_xor(l, 2);
+  if (gq >= nh) return;
+  const int32_t h = g * nh + gq;
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int32_t k = h * HD + j + 8 * (2 * tq + e);  // attention_heads_mma's write_state order
+      // The division the unfused merge does (num / den with one state: acc / l), not acc * (1 / l).
+      const float v = l > 0.0f ? acc[j][e] / l : 0.0f;
+      s_x[planar ? x_planar_at(k, K) : k] = round_to_dtype(DT, v);
+    }
+}
+
+#endif  // AMK_ATTN_MMA_PATH
+
+/// Stage the attention of `rp` as a streamed GEMV's x (StreamX's layout for weights of dtype
+/// `wdt`) in ctx.s_work, rotating q and the fresh key first (rope_fresh_prologue's arithmetic, for
+/// every head at once). INDEX_OUT_OF_RANGE when the step's position is not a cache row,
+/// BAD_PARAMS where this path does not exist (no tensor cores) or the work area is too small.
+/// Whole block; begins with a barrier (the previous task's reads of s_work) and ends with one.
+AMK_DEVICE_NOINLINE int32_t attention_row_stage(const AttentionRowPlan& rp, int32_t wdt, const DeviceCtx& ctx) {
+  compute_barrier();
+#ifdef AMK_ATTN_MMA_PATH
+  int32_t j_begin = 0, j_end = 0, pos = 0;
+  bool fresh = false;
+  AMK_TRY_DEV(attention_row_window(rp, &j_begin, &j_end, &pos, &fresh));  // uniform: every thread reads p
+  if (rp.head_dim != 64 || rp.group > kRowPlanMaxGroup || rp.group < 1 || attention_row_floats(rp) > ctx.work_floats)
+    return AMK_DEVERR_BAD_PARAMS;
+  constexpr int32_t HD = 64;
+  const int32_t K = rp.n_heads * HD, half = HD / 2;
+  float* const s_x = ctx.s_work;
+  float* const s_q = s_x + K;
+  float* const s_fresh = s_q + K;  // [n_kv][k, v][hd]
+  const float fpos = static_cast<float>(pos);
+  const int32_t dt = rp.dtype;
+  // Every load of the prologue issued before any is used (one pass, one element per thread a
+  // step): q rotated, then the fresh k rotated and v copied, each rounded to its buffer's dtype.
+  const int32_t rows = rp.n_heads + (fresh ? 2 * rp.n_kv_heads : 0);
+  for (int32_t e = static_cast<int32_t>(block_tid()); e < rows * HD; e += static_cast<int32_t>(block_threads())) {
+    const int32_t r = e / HD, d = e - r * HD;
+    if (r >= rp.n_heads) {
+      const int32_t fr = r - rp.n_heads, g = fr >> 1;
+      const bool is_v = (fr & 1) != 0;
+      float v;
+      if (is_v) {
+        v = load_elem(rp.v_new, dt, g * HD + d);
+      } else {
+        const int32_t i = d < half ? d : d - half;
+        v = rope_rotate(load_elem(rp.k_new, dt, g * HD + i), load_elem(rp.k_new, dt, g * HD + i + half), rp.inv_freq[i],
+                        fpos, d >= half);
+      }
+      s_fresh[fr * HD + d] = round_to_dtype(dt, v);
+      continue;
+    }
+    const int32_t i = d < half ? d : d - half;
+    const float v = rope_rotate(load_elem(rp.q, dt, r * HD + i), load_elem(rp.q, dt, r * HD + i + half), rp.inv_freq[i],
+                                fpos, d >= half);
+    s_q[e] = round_to_dtype(dt, v);
+  }
+  compute_barrier();
+  const int32_t end = j_end + (fresh ? 1 : 0);
+  const bool planar = stream_x_planar(wdt);
+  for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {
+    if (dt == AMK_DTYPE_BF16) attention_row_kv_head<AMK_DTYPE_BF16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
+    else attention_row_kv_head<AMK_DTYPE_F16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
+  }
+  compute_barrier();  // s_x is whole
+  return AMK_DEVERR_NONE;
+#else
+  (void)rp;
+  (void)wdt;
+  (void)ctx;
+  return AMK_DEVERR_BAD_PARAMS;
+#endif  // AMK_ATTN_MMA_PATH
+}
+
+}  // namespace amk::instructions
