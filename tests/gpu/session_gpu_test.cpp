@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "gpu_harness.h"
 #include "schedule/decode_preset.h"
@@ -103,7 +104,8 @@ TEST_CASE("gpu session: a bf16 lowering matches transformers bf16 within 2e-2 an
 // The schedule users get from `amk-compile --preset gpu-decode` (and amk-bench measures): every
 // fusion, one tile per SM per stage, stage_balance, split-KV with the combine in head tiles where
 // max_seq asks for partitions. Lowered for this device's SM count, as amk-compile lowers for its
-// target's.
+// target's. Also with the attention inside o_proj (FUSED ATTENTION_GEMV_ADD; head_dim 32 keeps it
+// off the weight stream: its halves, the attention kernel's generic path).
 TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logits and 32 tokens", "[gpu]") {
   gputest::require_gpu();
   const testing::Golden g = testing::load_golden();
@@ -111,43 +113,29 @@ TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logi
   REQUIRE(sms > 0);
   auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
   REQUIRE(model.is_ok());
+  schedule::DecodePreset attention_in_o;
+  attention_in_o.attention_in_o_proj = schedule::AttentionInOProj::On;
   // max_seq 256: one KV partition; 4096: two partitions per head and the head-tiled combine.
-  for (const int64_t max_seq : {int64_t{256}, int64_t{4096}}) {
-    INFO("max_seq " << max_seq << " on " << sms << " SMs");
-    REQUIRE(schedule::decode_preset_kv_partitions(schedule::DecodePreset{}, *model, max_seq) == (max_seq > 2048 ? 2 : 1));
-    auto cfg = schedule::schedule_config_from_json_text(
-        schedule::decode_preset_json(*model, sms, max_seq, schedule::DecodePreset{}), "gpu-decode preset");
+  const std::pair<int64_t, schedule::DecodePreset> cases[] = {
+      {256, schedule::DecodePreset{}}, {4096, schedule::DecodePreset{}}, {256, attention_in_o}};
+  for (const auto& [max_seq, preset] : cases) {
+    const bool fused_o = preset.attention_in_o_proj == schedule::AttentionInOProj::On;
+    INFO("max_seq " << max_seq << " on " << sms << " SMs" << (fused_o ? ", attention in o_proj" : ""));
+    if (!fused_o)
+      REQUIRE(schedule::decode_preset_kv_partitions(preset, *model, max_seq) == (max_seq > 2048 ? 2 : 1));
+    auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, sms, max_seq, preset),
+                                                        "gpu-decode preset");
     INFO(cfg.status().message());
     REQUIRE(cfg.is_ok());
     const ir::Program p = lower_tiny(ir::DType::BF16, std::nullopt, "h100", max_seq, max_seq, *cfg);
+    const auto fused = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
+      return t.op == ir::Opcode::Fused && t.params.get_string("recipe") == std::string("ATTENTION_GEMV_ADD");
+    });
+    REQUIRE((fused > 0) == fused_o);
     auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
     const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
     CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);
   }
-}
-
-// FUSED ATTENTION_GEMV_ADD off the weight stream (head_dim 32: its halves, fused_run's generic
-// path), bf16, against transformers.
-TEST_CASE("gpu session: attention inside o_proj reproduces transformers' logits and 32 tokens", "[gpu]") {
-  gputest::require_gpu();
-  const testing::Golden g = testing::load_golden();
-  const int sms = gputest::device_sm_count();
-  REQUIRE(sms > 0);
-  auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
-  REQUIRE(model.is_ok());
-  schedule::DecodePreset preset;
-  preset.attention_in_o_proj = schedule::AttentionInOProj::On;
-  auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, sms, 256, preset), "preset");
-  INFO(cfg.status().message());
-  REQUIRE(cfg.is_ok());
-  const ir::Program p = lower_tiny(ir::DType::BF16, std::nullopt, "h100", 256, 256, *cfg);
-  size_t fused = 0;
-  for (const auto& t : p.tasks)
-    if (t.op == ir::Opcode::Fused && t.params.get_string("recipe") == std::string("ATTENTION_GEMV_ADD")) ++fused;
-  REQUIRE(fused > 0);
-  auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
-  const int32_t next = check_prompt(*s, g, g.logits_bf16, 2e-2);
-  CHECK(continue_greedy(*s, next, g.tokens_bf16.size()) == g.tokens_bf16);
 }
 
 TEST_CASE("gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold", "[gpu]") {
