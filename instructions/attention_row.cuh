@@ -6,11 +6,14 @@
 //
 // One warp per KV head, each over the whole window, so no warp merges with another: warp w takes
 // KV heads w, w + warps, ... and runs that head's query heads (its GQA group, <= 8) as the rows of
-// attention_mma.cuh's m16n8k16 tiles, 16 keys a block, the next block's K / V loads issued before
-// the current block's arithmetic (two blocks of registers in flight per warp: with 8 of the 11
-// warps busy on a Llama-1B layer, ~64 KiB of L2 reads in flight per SM). The block step repeats
-// attention_heads_mma's on purpose (one shared helper would move that function's registers, and
-// every earlier change of its allocation moved the whole kernel's: PERFORMANCE rows 104, 139).
+// attention_mma.cuh's m16n8k16 tiles, 16 keys a block. Measured on the H200 (PERFORMANCE rows
+// 174-175), this walk is latency-bound: ~2.5 us a block, ~20 us for the 1B's 8 blocks, where the
+// attention stage it replaces costs ~12. Two blocks of registers in flight (-DAMK_ATTN_ROW_DOUBLE)
+// spill the prefetched block and move the whole kernel's allocation (452 B of spill stores
+// against 156): slower; so does asking L2 for the window's lines first (more L2 traffic, no
+// shorter walk). The block step repeats attention_heads_mma's on purpose (one shared helper would
+// move that function's registers, and every earlier change of its allocation moved the whole
+// kernel's: PERFORMANCE rows 104, 139).
 // Each value is rounded to q's dtype, as the unfused program's attention buffer holds it.
 // CUDA sm_80+ (the tensor cores); elsewhere the host never plans it (no ring) and the kernel's
 // check refuses it.
@@ -67,10 +70,16 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
 #pragma unroll
   for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = 0.0f;
   Block cur;
+#ifdef AMK_ATTN_ROW_DOUBLE
   if (j_begin < end) load(j_begin, cur);
+#endif  // AMK_ATTN_ROW_DOUBLE
   for (int32_t jb = j_begin; jb < end; jb += 16) {  // warp-uniform
+#ifdef AMK_ATTN_ROW_DOUBLE  // A/B (PERFORMANCE row 175): the next block's loads in flight, spilled
     Block next{};
-    if (jb + 16 < end) load(jb + 16, next);  // in flight during this block's arithmetic
+    if (jb + 16 < end) load(jb + 16, next);
+#else
+    load(jb, cur);
+#endif  // AMK_ATTN_ROW_DOUBLE
     float s[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [key n-tile][key 2tq + e]
 #pragma unroll
     for (int n = 0; n < 2; ++n)
@@ -112,7 +121,9 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
       mma_rows8<DT>(acc[j], p_big[0], p_big[1], b_lo, b_hi);
       mma_rows8<DT>(acc[j], p_small[0], p_small[1], b_lo, b_hi);
     }
+#ifdef AMK_ATTN_ROW_DOUBLE
     cur = next;
+#endif  // AMK_ATTN_ROW_DOUBLE
   }
   l += gpu::shfl_xor(l, 1);
   l += gpu::shfl_xor(l, 2);
