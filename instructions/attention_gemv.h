@@ -33,12 +33,7 @@ AMK_HD int64_t attention_gemv_row_elems(const amk_params_t& pr) {
   return static_cast<int64_t>(pr.n_heads) * pr.head_dim;
 }
 
-/// Bytes of the row in q's dtype `q_dtype`, rounded up to 16.
-AMK_HD int64_t attention_gemv_row_bytes(int64_t elems, int32_t q_dtype) {
-  return (elems * (dtype_bits(q_dtype) / 8) + 15) / 16 * 16;
-}
-
-/// Split `inst` into `*s`, the row at `row` (attention_gemv_row_bytes of q's dtype), and make
+/// Split `inst` into `*s`, the row at `row` (room for attention_gemv_row_elems of q's dtype), and make
 /// `*view` the program the halves run against (p with s->buffers as its table; the step is p's).
 /// BAD_PARAMS for the wrong arity, a buffer index outside p's table, PARTIAL_WRITE, params that
 /// make no row or K != n_heads * head_dim; BAD_DTYPE for a q that is not a float. Every other

@@ -36,7 +36,8 @@ struct FusedArgs {
 };
 
 /// The GEMV recipes (1-4, 8). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
-/// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs, ATTENTION_GEMV_ADD splits: attention_gemv.h), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
+/// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs, ATTENTION_GEMV_ADD splits:
+/// attention_gemv.h), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
 /// norm_w has K elements, up matches gate, residual is [rows, N_out]).
 AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& inst, FusedArgs* a) {
   a->recipe = fused_recipe(inst);

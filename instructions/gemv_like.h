@@ -136,9 +136,7 @@ struct GemvPlan {
   bool fold = false;
   /// ATTENTION_GEMV_ADD (prologue kGemvAttention): the attention that is x; mm.x has x's dtype and
   /// length but no storage (the x is made in shared memory).
-#ifndef AMK_TMP_NO_ROW
   AttentionRowPlan attn;
-#endif
 };
 
 /// Decode a GEMV-like `inst` into `*plan`: the opcode's own decode error, or BAD_PARAMS for an

@@ -286,11 +286,10 @@ class CudaExecutor final : public Executor {
       if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeAttentionGemvAdd) {
         has_attention_row = true;
         const int64_t hd = std::min<int64_t>(std::max(in.params.head_dim, 0), instructions::kDeviceMaxHeadDim);
-        const int64_t K = std::max(in.params.K, 0);
-        want = std::max<int64_t>(want, align_up(static_cast<size_t>(2 * K + 2 * std::max(in.params.n_kv_heads, 0) * hd), 8));
-        want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(instructions::attention_smem_floats(hd, warps), int64_t{8}) +
-                                                                    instructions::attention_gemv_tail_floats(in.params)),
-                                                8));
+        const int64_t K = std::max(in.params.K, 0), n_kv = std::max(in.params.n_kv_heads, 0);
+        const int64_t streamed = 2 * K + 2 * n_kv * hd;  // attention_row_floats
+        const int64_t halves = instructions::attention_smem_floats(hd, warps) + instructions::attention_gemv_tail_floats(in.params);
+        want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(streamed, halves)), 8));
       }
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))

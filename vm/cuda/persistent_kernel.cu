@@ -48,7 +48,8 @@
 #endif  // AMK_FOLD_STREAM
 // -DAMK_ATTENTION_ROW_STREAM: FUSED ATTENTION_GEMV_ADD tasks ride the weight stream, their x the
 // attention that instructions/attention_row.cuh computes in the work area. Its call at the head of
-// run_streamed moved ptxas' allocation of the whole kernel (spill stores 136 -> 448 B, sm_90a), so
+// run_streamed moves ptxas' allocation of the whole kernel (spill stores 136 -> 156 B, sm_90a;
+// 448 B with its double buffer, PERFORMANCE rows 174-175), so
 // it lives in a kernel of its own, vm/cuda/persistent_kernel_attn.cu (attention_kernel()), that
 // the executor launches only for programs with such tasks.
 #if defined(AMK_ATTENTION_ROW_STREAM) && !defined(AMK_USE_HIP)
@@ -494,15 +495,15 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
   ChunkTiming* const head_rec = threadIdx.x == 0 ? trace.at(*consumed) : nullptr;
   if (AMK_TRACE_HEAD == 1 && head_rec != nullptr) head_rec->t_wait = gpu::global_timer_ns();
 #endif  // AMK_TRACE_HEAD
-  // ATTENTION_GEMV_ADD: the layer's attention is the staged x (docs/ATTENTION_IN_O.md).
 #ifdef AMK_ATTENTION_ROW_LINK
+  // ATTENTION_GEMV_ADD: the layer's attention is the staged x (docs/ATTENTION_IN_O.md).
+  float scale = 1.0f;
   if (plan.prologue == instructions::kGemvAttention) {
     const int32_t rc = instructions::attention_row_stage(plan.attn, plan.mm.w.dtype, ctx);
     if (rc != AMK_DEVERR_NONE) return rc;  // uniform
+  } else {
+    scale = instructions::gemv_stream_begin(plan, ctx);
   }
-#endif  // AMK_ATTENTION_ROW_LINK
-#ifdef AMK_ATTENTION_ROW_LINK
-  const float scale = plan.prologue == instructions::kGemvAttention ? 1.0f : instructions::gemv_stream_begin(plan, ctx);
 #else
   const float scale = instructions::gemv_stream_begin(plan, ctx);
 #endif  // AMK_ATTENTION_ROW_LINK

@@ -3,7 +3,7 @@
 // (AMK_ATTENTION_ROW_STREAM: each o_proj tile computes the layer's attention into its staged x,
 // docs/ATTENTION_IN_O.md). A translation unit of its own for the fold kernel's reason: the call
 // at the head of its streamed tasks moves ptxas' allocation of the whole kernel (spill stores
-// 136 -> 448 B on sm_90a), which every other program would pay; its kernel and host functions
+// 136 -> 156 B on sm_90a), which every other program would pay; its kernel and host functions
 // live in namespace attn_tu. CUDA only: the HIP VM has no weight stream (attention_kernel() is the
 // default there).
 #ifndef AMK_ATTENTION_ROW_STREAM
