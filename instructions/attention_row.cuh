@@ -46,7 +46,18 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
 #pragma unroll
   for (int i = 0; i < kChunksK; ++i)
     qc[i] = gq < nh ? pack16<DT>(s_q + (g * nh + gq) * HD + 8 * (tq + 4 * i)) : make_uint4(0u, 0u, 0u, 0u);
+#ifdef AMK_EMU_ATTN_ROW_SMEM
+  // Measurement only (PERFORMANCE row 177): the cached keys' K / V rows come from shared memory
+  // (s_q's 8 KiB, rows 512 bytes apart: the bank pattern of a window staged in a ring slot, whose
+  // rows are 1 KiB apart), so the walk costs its arithmetic and shared loads alone: the ceiling of
+  // streaming the window through the weight ring. Wrong results: --baseline none.
+  const char* const s_win = reinterpret_cast<const char*>(s_q);
+#endif  // AMK_EMU_ATTN_ROW_SMEM
   const auto row16 = [&](const char* base, const float* fresh, int32_t j, int chunk) {
+#ifdef AMK_EMU_ATTN_ROW_SMEM
+    if (j < j_end)
+      return *reinterpret_cast<const uint4*>(s_win + (((j & 15) * 512 + (base == vbase ? 256 : 0) + (g & 1) * 128 + chunk * 16) & 8191));
+#endif  // AMK_EMU_ATTN_ROW_SMEM
     if (j < j_end) return *reinterpret_cast<const uint4*>(base + j * row_bytes + chunk * 16);
     if (j < end) return pack16<DT>(fresh + chunk * 8);
     return make_uint4(0u, 0u, 0u, 0u);
@@ -142,6 +153,60 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
 
 #endif  // AMK_ATTN_MMA_PATH
 
+#ifdef AMK_ATTN_MMA_PATH
+/// The 16 bytes a prologue item of attention_row_stage reads, loaded before the cos / sin table's
+/// barrier so that their round trip overlaps the table's. Items [0, nq) are 8 elements of a q row
+/// and their partners half a head on (row it / 4, elements 8 (it % 4) + [0, 8) and + 32), [nq,
+/// nq + nk) the same of a fresh k row, the rest 8 elements of a fresh v row (hi unused). head_dim
+/// 64 (attention_row_plan admits no other), 16-bit q / k_new / v_new with 16-byte aligned rows.
+struct RowPrologueItem {
+  uint4 lo, hi;
+};
+
+AMK_DEVICE RowPrologueItem attention_row_prologue_load(const AttentionRowPlan& rp, int32_t it, int32_t nq, int32_t nk) {
+  constexpr int32_t HD = 64, half = HD / 2, kGroups = half / 8;
+  RowPrologueItem r{};
+  if (it < nq + nk) {
+    const bool is_k = it >= nq;
+    const int32_t j = is_k ? it - nq : it;
+    const auto* src = static_cast<const uint16_t*>(is_k ? rp.k_new : rp.q) + (j / kGroups) * HD + (j % kGroups) * 8;
+    r.lo = *reinterpret_cast<const uint4*>(src);
+    r.hi = *reinterpret_cast<const uint4*>(src + half);
+  } else {
+    const int32_t j = it - nq - nk;
+    r.lo = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(rp.v_new) + j * 8);
+  }
+  return r;
+}
+
+/// Item `it` (loaded as `in`) rotated with the step's table s_cs = [cos(pos f_i)][sin(pos f_i)]
+/// (rope_rotate's arithmetic) and rounded to q's dtype into s_q (q rows) or s_fresh ([n_kv][k,
+/// v][hd]).
+template <int DT>
+AMK_DEVICE void attention_row_prologue_store(const RowPrologueItem& in, int32_t it, int32_t nq, int32_t nk,
+                                             const float* s_cs, float* s_q, float* s_fresh) {
+  constexpr int32_t HD = 64, half = HD / 2, kGroups = half / 8;
+  float lo[8], hi[8];
+  unpack16<DT>(in.lo, lo);
+  if (it < nq + nk) {
+    unpack16<DT>(in.hi, hi);
+    const bool is_k = it >= nq;
+    const int32_t j = is_k ? it - nq : it, r = j / kGroups, i0 = (j % kGroups) * 8;
+    float* const dst = is_k ? s_fresh + 2 * r * HD : s_q + r * HD;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float c = s_cs[i0 + e], sn = s_cs[half + i0 + e];
+      dst[i0 + e] = round_to_dtype(DT, lo[e] * c - hi[e] * sn);
+      dst[i0 + half + e] = round_to_dtype(DT, hi[e] * c + lo[e] * sn);
+    }
+    return;
+  }
+  const int32_t j = it - nq - nk, g = j / (HD / 8), d0 = (j % (HD / 8)) * 8;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) s_fresh[(2 * g + 1) * HD + d0 + e] = round_to_dtype(DT, lo[e]);
+}
+#endif  // AMK_ATTN_MMA_PATH
+
 /// Stage the attention of `rp` as a streamed GEMV's x (StreamX's layout for weights of dtype
 /// `wdt`) in ctx.s_work, rotating q and the fresh key first (rope_fresh_prologue's arithmetic, for
 /// every head at once). INDEX_OUT_OF_RANGE when the step's position is not a cache row,
@@ -162,8 +227,7 @@ AMK_DEVICE_NOINLINE int32_t attention_row_stage(const AttentionRowPlan& rp, int3
   float* const s_fresh = s_q + K;  // [n_kv][k, v][hd]
   const float fpos = static_cast<float>(pos);
   const int32_t dt = rp.dtype;
-  // Every load of the prologue issued before any is used (one pass, one element per thread a
-  // step): q rotated, then the fresh k rotated and v copied, each rounded to its buffer's dtype.
+#ifdef AMK_ATTN_ROW_SCALAR_PROLOGUE  // A/B (PERFORMANCE row 178): one element per thread a step
   const int32_t rows = rp.n_heads + (fresh ? 2 * rp.n_kv_heads : 0);
   for (int32_t e = static_cast<int32_t>(block_tid()); e < rows * HD; e += static_cast<int32_t>(block_threads())) {
     const int32_t r = e / HD, d = e - r * HD;
@@ -186,7 +250,32 @@ AMK_DEVICE_NOINLINE int32_t attention_row_stage(const AttentionRowPlan& rp, int3
                                 fpos, d >= half);
     s_q[e] = round_to_dtype(dt, v);
   }
+#else
+  // The prologue: q rotated, the fresh k rotated and v copied, each rounded to its buffer's dtype.
+  // Every head rotates by the same half-head of angles, so their cos / sin are computed once
+  // (one warp, into s_x, which the walk writes only after the barrier) instead of once per
+  // element (3072 precise cosf + sinf pairs on the 1B); each thread takes 8 elements of a row and
+  // their partners with 16-byte loads, its first item's issued before the table's barrier.
+  const int32_t nq = rp.n_heads * (half / 8), nk = fresh ? rp.n_kv_heads * (half / 8) : 0;
+  const int32_t items = nq + nk + (fresh ? rp.n_kv_heads * (HD / 8) : 0);
+  const auto tid = static_cast<int32_t>(block_tid()), threads = static_cast<int32_t>(block_threads());
+  RowPrologueItem first{};
+  if (tid < items) first = attention_row_prologue_load(rp, tid, nq, nk);
+  float* const s_cs = s_x;  // [cos][sin] of the half-head's angles
+  if (tid < half) {
+    const float ang = fpos * rp.inv_freq[tid];
+    s_cs[tid] = cosf(ang);
+    s_cs[half + tid] = sinf(ang);
+  }
   compute_barrier();
+  for (int32_t it = tid; it < items; it += threads) {
+    const RowPrologueItem in = it == tid ? first : attention_row_prologue_load(rp, it, nq, nk);
+    if (dt == AMK_DTYPE_BF16) attention_row_prologue_store<AMK_DTYPE_BF16>(in, it, nq, nk, s_cs, s_q, s_fresh);
+    else attention_row_prologue_store<AMK_DTYPE_F16>(in, it, nq, nk, s_cs, s_q, s_fresh);
+  }
+#endif  // AMK_ATTN_ROW_SCALAR_PROLOGUE
+  compute_barrier();
+  AMK_PROBE(9, ctx);  // the prologue is done (PERFORMANCE row 178)
   const int32_t end = j_end + (fresh ? 1 : 0);
   const bool planar = stream_x_planar(wdt);
   for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {

@@ -23,6 +23,11 @@
 // on one SM alone (its own limit) and on every SM (the share each gets when all stream). Rates
 // come from each block's own start / finish stamps (no launch overhead). The phase columns are
 // one SM's average chunk (ring only). --only ROW runs one row, e.g. under ncu. sm_90 for the ring.
+//
+// --same: every block reads the SAME region and L2 is not flushed, so after the warm-up launch the
+// bytes come from L2, and all SMs ask for the same lines at once: the access of an attention
+// recomputed in every o_proj tile (docs/ATTENTION_IN_O.md: 256 KiB of K / V per SM at ctx 128,
+// `--same --kib 256`).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -64,6 +69,7 @@ struct ProbeArgs {
   unsigned long long* span;      // per block: when its compute thread 0 started and finished (ns)
   int ring_skew;  // the ring starts ring_skew bytes past a 1024-byte boundary (--ring-skew)
   int evict_first;  // 1: the copies carry the megakernel's L2 evict-first policy (--evict-first)
+  long long block_stride;  // bytes between blocks' regions: bytes_per_block, or 0 (--same)
 };
 
 #if AMK_HAVE_BULK_COPY
@@ -106,7 +112,7 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
   char* ring = reinterpret_cast<char*>(s_dyn) + amk::vm::gpuvm::dyn_smem_align_skip(at) + a.ring_skew;
   float* s_x = reinterpret_cast<float*>(ring + static_cast<long long>(a.slots) * a.slot_bytes);
   const long long chunks = a.bytes_per_block / a.slot_bytes;
-  const char* src = a.src + blockIdx.x * a.bytes_per_block;
+  const char* src = a.src + blockIdx.x * a.block_stride;
   if (threadIdx.x == 0) {
     for (int i = 0; i < a.slots; ++i) {
       amk::gpu::mbarrier_init(&bar[i], static_cast<uint32_t>(a.copies));
@@ -189,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, 1) ld_probe(ProbeArgs a) {
   for (int k = threadIdx.x; k < a.row_bytes / 2; k += kThreads) s_x[k] = 1.0f / static_cast<float>(1 + (k & 7));
   __syncthreads();
   if (threadIdx.x == 0 && a.span != nullptr) a.span[2 * blockIdx.x] = amk::gpu::global_timer_ns();
-  const char* src = a.src + blockIdx.x * a.bytes_per_block;
+  const char* src = a.src + blockIdx.x * a.block_stride;
   const long long rows = a.bytes_per_block / a.row_bytes;
   const int warps = kThreads / 32, warp = threadIdx.x / 32;
   float total = 0.0f;
@@ -259,6 +265,7 @@ struct Rate {
 
 int g_ring_skew = static_cast<int>(amk::vm::gpuvm::kRingSkewDefault);  // --ring-skew: the megakernel's default
 int g_evict_first = 0;  // --evict-first
+bool g_same = false;    // --same: one region for every block, left in L2
 
 Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
                   Phases* ph) {
@@ -284,6 +291,7 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
   a.split = amk::instructions::gemv_stream_split(a.slot_bytes / a.row_bytes, a.row_bytes / 16, kComputeWarps,
                                                  amk::gpu::kWarpSize);
   a.bytes_per_block = (kib * 1024 / unit) * unit;
+  a.block_stride = g_same ? 0 : a.bytes_per_block;
   size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4;
   if (c.kind == "ring")  // + the alignment's slack and the largest skew
     smem += static_cast<size_t>(a.slots) * a.slot_bytes + amk::vm::gpuvm::kDynSmemSlack + amk::vm::gpuvm::kRingSkewMax;
@@ -297,7 +305,7 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
   std::vector<double> per_sm, total;
   std::vector<unsigned long long> span(2 * blocks);
   for (int rep = 0; rep < 4; ++rep) {
-    flush_l2(flush, flush_bytes, sink);
+    if (!g_same) flush_l2(flush, flush_bytes, sink);
     kernel<<<blocks, kThreads, smem>>>(a);
     PROBE_CHECK(cudaDeviceSynchronize());
     PROBE_CHECK(cudaGetLastError());
@@ -321,7 +329,7 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
     unsigned long long* d_t = nullptr;
     PROBE_CHECK(cudaMalloc(&d_t, 4 * chunks * sizeof(unsigned long long)));
     a.timeline = d_t;
-    flush_l2(flush, flush_bytes, sink);
+    if (!g_same) flush_l2(flush, flush_bytes, sink);
     kernel<<<blocks, kThreads, smem>>>(a);
     PROBE_CHECK(cudaDeviceSynchronize());
     std::vector<unsigned long long> t(4 * chunks);
@@ -345,8 +353,10 @@ int main(int argc, char** argv) {
     else if (s == "--only" && i + 1 < argc) only = std::atoi(argv[++i]);
     else if (s == "--ring-skew" && i + 1 < argc) g_ring_skew = std::atoi(argv[++i]) & static_cast<int>(amk::vm::gpuvm::kRingSkewMax);  // 16-byte steps
     else if (s == "--evict-first") g_evict_first = 1;
+    else if (s == "--same") g_same = true;
     else {
-      std::fprintf(stderr, "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES] [--evict-first]\n");
+      std::fprintf(stderr,
+                   "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES] [--evict-first] [--same]\n");
       return 2;
     }
   }
@@ -361,7 +371,8 @@ int main(int argc, char** argv) {
   PROBE_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
   cudaDeviceProp prop{};
   PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("device: %s (sm_%d%d, %d SMs)\n", prop.name, major, minor, sms);
+  std::printf("device: %s (sm_%d%d, %d SMs)%s\n", prop.name, major, minor, sms,
+              g_same ? ", --same: every SM reads one L2-resident region" : "");
   char* src = nullptr;
   char* flush = nullptr;
   float* sink = nullptr;
