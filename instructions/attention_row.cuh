@@ -276,12 +276,24 @@ AMK_DEVICE_NOINLINE int32_t attention_row_stage(const AttentionRowPlan& rp, int3
 #endif  // AMK_ATTN_ROW_SCALAR_PROLOGUE
   compute_barrier();
   AMK_PROBE(9, ctx);  // the prologue is done (PERFORMANCE row 178)
+#ifdef AMK_EMU_ATTN_ROW_ONE_BLOCK  // measurement only (row 178): the walk's first 16 keys alone
+  const int32_t end = j_begin + 16 < j_end + (fresh ? 1 : 0) ? j_begin + 16 : j_end + (fresh ? 1 : 0);
+#else
   const int32_t end = j_end + (fresh ? 1 : 0);
+#endif  // AMK_EMU_ATTN_ROW_ONE_BLOCK
   const bool planar = stream_x_planar(wdt);
+#ifdef AMK_ATTN_ROW_TWICE  // measurement only (row 178): the walk once before the walk, so the second runs on warm code
   for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {
     if (dt == AMK_DTYPE_BF16) attention_row_kv_head<AMK_DTYPE_BF16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
     else attention_row_kv_head<AMK_DTYPE_F16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
   }
+  AMK_PROBE(11, ctx);  // warp 0's first walk is done
+#endif  // AMK_ATTN_ROW_TWICE
+  for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {
+    if (dt == AMK_DTYPE_BF16) attention_row_kv_head<AMK_DTYPE_BF16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
+    else attention_row_kv_head<AMK_DTYPE_F16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
+  }
+  AMK_PROBE(10, ctx);  // warp 0's walk (KV head 0) is done
   compute_barrier();  // s_x is whole
   return AMK_DEVERR_NONE;
 #else
