@@ -281,13 +281,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int dev = 0, sms = 0, major = 0, coop = 0;
+  int dev = 0;
   PROBE_CHECK(cudaGetDevice(&dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  PROBE_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
   cudaDeviceProp prop{};
   PROBE_CHECK(cudaGetDeviceProperties(&prop, dev));
+  const int sms = prop.multiProcessorCount, major = prop.major, coop = prop.cooperativeLaunch;
   std::printf("device: %s (sm_%d%d, %d SMs), %d rounds\n", prop.name, major, prop.minor, sms, rounds);
   if (!coop) {
     std::fprintf(stderr, "amk-handoff-probe: the device has no cooperative launch\n");
