@@ -7,8 +7,10 @@
 // One warp per KV head, each over the whole window, so no warp merges with another: warp w takes
 // KV heads w, w + warps, ... and runs that head's query heads (its GQA group, <= 8) as the rows of
 // attention_mma.cuh's m16n8k16 tiles, 16 keys a block. Measured on the H200 (PERFORMANCE rows
-// 174-175), this walk is latency-bound: ~2.5 us a block, ~20 us for the 1B's 8 blocks, where the
-// attention stage it replaces costs ~12. Two blocks of registers in flight (-DAMK_ATTN_ROW_DOUBLE)
+// 174-175, 178), the tile's attention took ~20 us where the attention stage it replaces costs ~12:
+// the rope prologue 6.2 us (now 2.4: one cos / sin table per step) and the walk ~1.1-1.2 us a
+// block, as much with K / V in shared memory (-DAMK_EMU_ATTN_ROW_SMEM) or on warm code
+// (-DAMK_ATTN_ROW_TWICE): the block step's own chain binds, not the window's loads. Two blocks of registers in flight (-DAMK_ATTN_ROW_DOUBLE)
 // spill the prefetched block and move the whole kernel's allocation (452 B of spill stores
 // against 156): slower; so does asking L2 for the window's lines first (more L2 traffic, no
 // shorter walk). The block step repeats attention_heads_mma's on purpose (one shared helper would
@@ -47,7 +49,7 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
   for (int i = 0; i < kChunksK; ++i)
     qc[i] = gq < nh ? pack16<DT>(s_q + (g * nh + gq) * HD + 8 * (tq + 4 * i)) : make_uint4(0u, 0u, 0u, 0u);
 #ifdef AMK_EMU_ATTN_ROW_SMEM
-  // Measurement only (PERFORMANCE row 177): the cached keys' K / V rows come from shared memory
+  // Measurement only (PERFORMANCE row 178): the cached keys' K / V rows come from shared memory
   // (s_q's 8 KiB, rows 512 bytes apart: the bank pattern of a window staged in a ring slot, whose
   // rows are 1 KiB apart), so the walk costs its arithmetic and shared loads alone: the ceiling of
   // streaming the window through the weight ring. Wrong results: --baseline none.
