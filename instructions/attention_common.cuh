@@ -5,6 +5,7 @@
 #pragma once
 #include "instructions/attention_tile.h"
 #include "instructions/device_common.cuh"
+#include "instructions/elementwise.cuh"  // block_for
 
 namespace amk::instructions {
 

@@ -85,11 +85,36 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
   Block cur;
 #ifdef AMK_ATTN_ROW_DOUBLE
   if (j_begin < end) load(j_begin, cur);
+#elif !defined(AMK_ATTN_ROW_BRANCHY_LOADS) && !defined(AMK_EMU_ATTN_ROW_SMEM)
+  // Blocks whose 16 keys are all cache rows (every block but the window's last) load through six
+  // per-lane row pointers stepped by 16 rows, with no per-load row test or address arithmetic:
+  // row16's tests and 64-bit products were ~1/3 of a block's ~350 instructions, which one warp
+  // issues at ~4 cycles each (amk-walk-probe, PERFORMANCE row 179). Rows as row16 reads them: K
+  // rows jb + 8n + gq at chunks tq + 4i, V rows jb + 2tq + (r & 1) + 8 (r >> 1) at chunk gq.
+  const char* pk = kbase + (j_begin + gq) * row_bytes + tq * 16;
+  const char* pv = vbase + (j_begin + 2 * tq) * row_bytes + gq * 16;
+  const int32_t rows8 = 8 * row_bytes, step16 = 16 * row_bytes;
+  const auto load_full = [&](Block& b) {
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int i = 0; i < kChunksK; ++i) b.k[n][i] = *reinterpret_cast<const uint4*>(pk + n * rows8 + 64 * i);
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int i = 0; i < kChunksV; ++i)
+        b.v[r][i] = *reinterpret_cast<const uint4*>(pv + ((r & 1) * row_bytes + (r >> 1) * rows8) + 128 * i);
+    pk += step16;
+    pv += step16;
+  };
 #endif  // AMK_ATTN_ROW_DOUBLE
   for (int32_t jb = j_begin; jb < end; jb += 16) {  // warp-uniform
 #ifdef AMK_ATTN_ROW_DOUBLE  // A/B (PERFORMANCE row 175): the next block's loads in flight, spilled
     Block next{};
     if (jb + 16 < end) load(jb + 16, next);
+#elif !defined(AMK_ATTN_ROW_BRANCHY_LOADS) && !defined(AMK_EMU_ATTN_ROW_SMEM)
+    if (jb + 16 <= j_end) load_full(cur);  // warp-uniform: the full blocks come first
+    else load(jb, cur);
 #else
     load(jb, cur);
 #endif  // AMK_ATTN_ROW_DOUBLE
