@@ -86,8 +86,9 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
 #ifdef AMK_ATTN_ROW_DOUBLE
   if (j_begin < end) load(j_begin, cur);
 #elif !defined(AMK_ATTN_ROW_BRANCHY_LOADS) && !defined(AMK_EMU_ATTN_ROW_SMEM)
-  // Blocks whose 16 keys are all cache rows (every block but the window's last) load through six
-  // per-lane row pointers stepped by 16 rows, with no per-load row test or address arithmetic:
+  // Blocks whose 16 keys are all cache rows (every block but the window's last) load from two
+  // per-lane row pointers (K, V) stepped by 16 rows, the other rows at fixed offsets from them,
+  // with no per-load row test or 64-bit product:
   // row16's tests and 64-bit products were ~1/3 of a block's ~350 instructions, which one warp
   // issues at ~4 cycles each (amk-walk-probe, PERFORMANCE row 179). Rows as row16 reads them: K
   // rows jb + 8n + gq at chunks tq + 4i, V rows jb + 2tq + (r & 1) + 8 (r >> 1) at chunk gq.
