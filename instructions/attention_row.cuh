@@ -310,17 +310,17 @@ AMK_DEVICE_NOINLINE int32_t attention_row_stage(const AttentionRowPlan& rp, int3
   const int32_t end = j_end + (fresh ? 1 : 0);
 #endif  // AMK_EMU_ATTN_ROW_ONE_BLOCK
   const bool planar = stream_x_planar(wdt);
+  const auto walk = [&] {  // every KV head's query heads over the window, a warp per KV head
+    for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {
+      if (dt == AMK_DTYPE_BF16) attention_row_kv_head<AMK_DTYPE_BF16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
+      else attention_row_kv_head<AMK_DTYPE_F16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
+    }
+  };
 #ifdef AMK_ATTN_ROW_TWICE  // measurement only (row 178): the walk once before the walk, so the second runs on warm code
-  for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {
-    if (dt == AMK_DTYPE_BF16) attention_row_kv_head<AMK_DTYPE_BF16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
-    else attention_row_kv_head<AMK_DTYPE_F16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
-  }
+  walk();
   AMK_PROBE(11, ctx);  // warp 0's first walk is done
 #endif  // AMK_ATTN_ROW_TWICE
-  for (int32_t g = gpu::warp_id(); g < rp.n_kv_heads; g += compute_warps()) {
-    if (dt == AMK_DTYPE_BF16) attention_row_kv_head<AMK_DTYPE_BF16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
-    else attention_row_kv_head<AMK_DTYPE_F16>(rp, g, j_begin, j_end, end, s_q, s_fresh, s_x, planar);
-  }
+  walk();
   AMK_PROBE(10, ctx);  // warp 0's walk (KV head 0) is done
   compute_barrier();  // s_x is whole
   return AMK_DEVERR_NONE;
