@@ -65,6 +65,43 @@ AMK_DEVICE void mma_rows8(float (&d)[2], uint32_t a_lo, uint32_t a_hi, uint32_t 
   }
 }
 
+/// mma_rows8 with all four accumulator registers kept by the caller: rows 8-15 of D stay 0 (A's
+/// rows are 0 there), so no zeros are moved into C's upper half before every mma.
+template <int DT>
+AMK_DEVICE void mma_rows8(float (&d)[4], uint32_t a_lo, uint32_t a_hi, uint32_t b_lo, uint32_t b_hi) {
+  const uint32_t z = 0u;
+  if constexpr (DT == AMK_DTYPE_BF16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a_lo), "r"(z), "r"(a_hi), "r"(z), "r"(b_lo), "r"(b_hi));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a_lo), "r"(z), "r"(a_hi), "r"(z), "r"(b_lo), "r"(b_hi));
+  }
+}
+
+/// 16 bytes of global memory through ld.global. The megakernel reaches K / V through pointers in
+/// a plan in memory, which the compiler can only load generically (an address-space check per
+/// load); the walk's loop then spilled its block (PERFORMANCE row 180).
+AMK_DEVICE uint4 ld_global16(const void* p) {
+  uint4 v;
+  asm("{\n\t.reg .u64 ga;\n\tcvta.to.global.u64 ga, %4;\n\tld.global.v4.u32 {%0, %1, %2, %3}, [ga];\n\t}"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+/// 2^x with ex2.approx.ftz (one MUFU op; exp2f adds a fix-up for results below 2^-126, which a
+/// softmax weight may as well lose). exp2_ftz(-inf) = 0.
+AMK_DEVICE float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /// Two floats as a 16-bit pair (lo in the low half), rounded to nearest.
 template <int DT>
 AMK_DEVICE uint32_t pack_pair(float lo, float hi) {
@@ -170,9 +207,15 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
   };
   const float scale2 = a.scale * 1.4426950408889634f;  // scores in log2 units: exp2f per weight
   float m = neg_inf, l = 0.0f;  // head gq's running max (log2 units) and this lane's share of l
-  float acc[kTiles][2];
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = 0.0f;
+  // -DAMK_ATTN_MMA_QUADS: whole accumulator quads, as attention_row.cuh's step has them; here they
+  // moved the default kernel's allocation (ptxas: 136 -> 448 B of spill stores; PERFORMANCE row
+  // 181), so the pairs stay.
+#ifdef AMK_ATTN_MMA_QUADS
+  constexpr int kAcc = 4;
+#else
+  constexpr int kAcc = 2;
+#endif  // AMK_ATTN_MMA_QUADS
+  float acc[kTiles][kAcc] = {};
 
   struct Block {  // one warp's 16 keys: K for the two key n-tiles, V of keys 2tq, 2tq + 1, 2tq + 8, 2tq + 9
     uint4 k[2][kChunksK], v[4][kChunksV];
@@ -192,7 +235,7 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
   };
   // The block's keys into (m, l, acc); with kLateV, V's loads are issued once K's registers are free.
   const auto add_block = [&](int64_t jb, Block& b) {
-    float s[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [key n-tile][key 2tq + e]
+    float s[2][kAcc] = {};  // [key n-tile][key 2tq + e]
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -215,6 +258,7 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
     mx = fmaxf(mx, gpu::shfl_xor(mx, 1));  // the head's row is spread over the quad
     mx = fmaxf(mx, gpu::shfl_xor(mx, 2));
     const float m_new = fmaxf(m, mx);
+#ifdef AMK_ATTN_MMA_EXP2F_STEP  // A/B (PERFORMANCE row 181): exp2f and a branch for an empty state
     const bool none = m_new == neg_inf;  // every key so far masked: keep the empty state
     const float alpha = none ? 1.0f : exp2f(m - m_new);
     uint32_t p_big[2], p_small[2];
@@ -224,6 +268,20 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
       l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
       split_pair<DT>(p0, p1, p_big[n], p_small[n]);
     }
+#else
+    // Every key so far masked (m_new -inf): subtract 0, so that alpha and the weights are
+    // exp2(-inf) = 0 without a branch (acc and l are 0 then); ex2.approx.ftz without exp2f's
+    // fix-up for results below 2^-126 (attention_row.cuh's step, PERFORMANCE row 180).
+    const float m_sub = m_new == neg_inf ? 0.0f : m_new;
+    const float alpha = exp2_ftz(m - m_sub);
+    uint32_t p_big[2], p_small[2];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const float p0 = exp2_ftz(s[n][0] - m_sub), p1 = exp2_ftz(s[n][1] - m_sub);
+      l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
+      split_pair<DT>(p0, p1, p_big[n], p_small[n]);
+    }
+#endif  // AMK_ATTN_MMA_EXP2F_STEP
     m = m_new;
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {

@@ -7,15 +7,19 @@
 // One warp per KV head, each over the whole window, so no warp merges with another: warp w takes
 // KV heads w, w + warps, ... and runs that head's query heads (its GQA group, <= 8) as the rows of
 // attention_mma.cuh's m16n8k16 tiles, 16 keys a block. Measured on the H200 (PERFORMANCE rows
-// 174-175, 178), the tile's attention took ~20 us where the attention stage it replaces costs ~12:
+// 174-180), the tile's attention took ~20 us where the attention stage it replaces costs ~12:
 // the rope prologue 6.2 us (now 2.4: one cos / sin table per step) and the walk ~1.1-1.2 us a
 // block, as much with K / V in shared memory (-DAMK_EMU_ATTN_ROW_SMEM) or on warm code
-// (-DAMK_ATTN_ROW_TWICE): the block step's own chain binds, not the window's loads. Two blocks of registers in flight (-DAMK_ATTN_ROW_DOUBLE)
-// spill the prefetched block and move the whole kernel's allocation (452 B of spill stores
-// against 156): slower; so does asking L2 for the window's lines first (more L2 traffic, no
-// shorter walk). The block step repeats attention_heads_mma's on purpose (one shared helper would
-// move that function's registers, and every earlier change of its allocation moved the whole
-// kernel's: PERFORMANCE rows 104, 139).
+// (-DAMK_ATTN_ROW_TWICE): the block step's own chain bound it, not the window's loads. Timed alone
+// (amk-walk-probe, rows 179-180), a block now costs 783 cycles for one warp and 1160 for eight
+// (1205 / 1589 before row 180): exp2 without exp2f's fix-up, no branch for an empty state, whole
+// accumulator quads, one reciprocal in place of 16 divisions, unmasked full blocks. Loading the
+// next block during this one's step (-DAMK_ATTN_ROW_PIPELINED) is faster still alone (660 / 1069)
+// but spills in the megakernel. Two whole blocks in flight (row 175's -DAMK_ATTN_ROW_DOUBLE,
+// since removed) spilled too; asking L2 for the window's lines first only added L2 traffic. The
+// block step repeats attention_heads_mma's on purpose (one shared helper would move that
+// function's registers, and every earlier change of its allocation moved the whole kernel's:
+// PERFORMANCE rows 104, 139).
 // Each value is rounded to q's dtype, as the unfused program's attention buffer holds it.
 // CUDA sm_80+ (the tensor cores); elsewhere the host never plans it (no ring) and the kernel's
 // check refuses it.
@@ -23,6 +27,8 @@
 #include "instructions/attention_gemv.h"
 #include "instructions/attention_mma.cuh"
 #include "instructions/gemv_core.cuh"
+
+#include <type_traits>
 
 namespace amk::instructions {
 
@@ -35,6 +41,12 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
                                       int32_t end, const float* s_q, const float* s_fresh, float* s_x, bool planar) {
   constexpr int HD = 64;
   constexpr int kChunksK = HD / (8 * 4), kChunksV = HD / (8 * 8), kSteps = HD / 16, kTiles = HD / 8;
+  // The three work-area pointers are shared memory: said so, their accesses are ld / st.shared
+  // with 32-bit addresses instead of generic ones (PERFORMANCE row 180: the generic form's
+  // registers made the pipelined variant spill).
+  __builtin_assume(__isShared(s_q));
+  __builtin_assume(__isShared(s_fresh));
+  __builtin_assume(__isShared(s_x));
   const float neg_inf = -__int_as_float(0x7f800000);
   const int lane = gpu::lane_id(), gq = lane >> 2, tq = lane & 3;
   const int nh = rp.group;
@@ -60,14 +72,35 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
     if (j < j_end)
       return *reinterpret_cast<const uint4*>(s_win + (((j & 15) * 512 + (base == vbase ? 256 : 0) + (g & 1) * 128 + chunk * 16) & 8191));
 #endif  // AMK_EMU_ATTN_ROW_SMEM
-    if (j < j_end) return *reinterpret_cast<const uint4*>(base + j * row_bytes + chunk * 16);
+    if (j < j_end) return ld_global16(base + j * row_bytes + chunk * 16);
     if (j < end) return pack16<DT>(fresh + chunk * 8);
     return make_uint4(0u, 0u, 0u, 0u);
   };
   struct Block {  // 16 keys: K for the two key n-tiles, V of keys 2tq, 2tq + 1, 2tq + 8, 2tq + 9
     uint4 k[2][kChunksK], v[4][kChunksV];
   };
-  const auto load = [&](int32_t jb, Block& b) {
+  // Blocks whose 16 keys are all cache rows (every block but the window's last) load from two
+  // per-lane row pointers (K, V) stepped by 16 rows, the other rows at fixed offsets from them,
+  // with no per-load row test or 64-bit product (row16's were ~1/3 of a block's instructions,
+  // PERFORMANCE row 179). Rows as row16 reads them: K rows jb + 8n + gq at chunks tq + 4i, V rows
+  // jb + 2tq + (r & 1) + 8 (r >> 1) at chunk gq. The full blocks run first, unmasked; the last
+  // block (the window's tail and the fresh key) runs masked with row16's loads.
+  const char* pk = kbase + (j_begin + gq) * row_bytes + tq * 16;
+  const char* pv = vbase + (j_begin + 2 * tq) * row_bytes + gq * 16;
+  const int32_t rows8 = 8 * row_bytes, step16 = 16 * row_bytes;
+  const auto load_full_k = [&](Block& b) __attribute__((always_inline)) {
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int i = 0; i < kChunksK; ++i) b.k[n][i] = ld_global16(pk + n * rows8 + 64 * i);
+  };
+  const auto load_full_v = [&](Block& b) __attribute__((always_inline)) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int i = 0; i < kChunksV; ++i) b.v[r][i] = ld_global16(pv + ((r & 1) * row_bytes + (r >> 1) * rows8) + 128 * i);
+  };
+  const auto load_row16 = [&](int32_t jb, Block& b) __attribute__((always_inline)) {
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -78,48 +111,17 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
       for (int i = 0; i < kChunksV; ++i)
         b.v[r][i] = row16(vbase, fresh_v, jb + 2 * tq + (r & 1) + 8 * (r >> 1), gq + 8 * i);
   };
-  const float scale2 = rp.scale * 1.4426950408889634f;  // log2 units: exp2f per weight
-  float m = neg_inf, l = 0.0f, acc[kTiles][2];
-#pragma unroll
-  for (int j = 0; j < kTiles; ++j) acc[j][0] = acc[j][1] = 0.0f;
-  Block cur;
-#ifdef AMK_ATTN_ROW_DOUBLE
-  if (j_begin < end) load(j_begin, cur);
-#elif !defined(AMK_ATTN_ROW_BRANCHY_LOADS) && !defined(AMK_EMU_ATTN_ROW_SMEM)
-  // Blocks whose 16 keys are all cache rows (every block but the window's last) load from two
-  // per-lane row pointers (K, V) stepped by 16 rows, the other rows at fixed offsets from them,
-  // with no per-load row test or 64-bit product:
-  // row16's tests and 64-bit products were ~1/3 of a block's ~350 instructions, which one warp
-  // issues at ~4 cycles each (amk-walk-probe, PERFORMANCE row 179). Rows as row16 reads them: K
-  // rows jb + 8n + gq at chunks tq + 4i, V rows jb + 2tq + (r & 1) + 8 (r >> 1) at chunk gq.
-  const char* pk = kbase + (j_begin + gq) * row_bytes + tq * 16;
-  const char* pv = vbase + (j_begin + 2 * tq) * row_bytes + gq * 16;
-  const int32_t rows8 = 8 * row_bytes, step16 = 16 * row_bytes;
-  const auto load_full = [&](Block& b) {
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int i = 0; i < kChunksK; ++i) b.k[n][i] = *reinterpret_cast<const uint4*>(pk + n * rows8 + 64 * i);
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int i = 0; i < kChunksV; ++i)
-        b.v[r][i] = *reinterpret_cast<const uint4*>(pv + ((r & 1) * row_bytes + (r >> 1) * rows8) + 128 * i);
-    pk += step16;
-    pv += step16;
-  };
-#endif  // AMK_ATTN_ROW_DOUBLE
-  for (int32_t jb = j_begin; jb < end; jb += 16) {  // warp-uniform
-#ifdef AMK_ATTN_ROW_DOUBLE  // A/B (PERFORMANCE row 175): the next block's loads in flight, spilled
-    Block next{};
-    if (jb + 16 < end) load(jb + 16, next);
-#elif !defined(AMK_ATTN_ROW_BRANCHY_LOADS) && !defined(AMK_EMU_ATTN_ROW_SMEM)
-    if (jb + 16 <= j_end) load_full(cur);  // warp-uniform: the full blocks come first
-    else load(jb, cur);
-#else
-    load(jb, cur);
-#endif  // AMK_ATTN_ROW_DOUBLE
-    float s[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [key n-tile][key 2tq + e]
+  const float scale2 = rp.scale * 1.4426950408889634f;  // log2 units: exp2 per weight
+  // Whole accumulator quads (rows 8-15 of D stay 0): no zeros moved into C before every mma
+  // (amk-walk-probe, row 180: -3% a block for one warp, -7% for eight).
+  float m = neg_inf, l = 0.0f, acc[kTiles][4] = {};
+  // One block of keys into (m, l, acc). after_scores / after_operands run once the scores have
+  // read the block's K and once the output's operands are taken from its V (the pipelined
+  // variant's loads of the next block); kMasked for the last block (keys past `end`).
+  const auto step = [&](int32_t jb, Block& cur, auto masked, const auto& after_scores, const auto& after_operands)
+                        __attribute__((always_inline)) {
+    constexpr bool kMasked = decltype(masked)::value;
+    float s[2][4] = {};  // [key n-tile][key 2tq + e]
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -127,54 +129,108 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
         const int i = st >> 1, w = (st & 1) * 2;
         mma_rows8<DT>(s[n], word(qc[i], w), word(qc[i], w + 1), word(cur.k[n][i], w), word(cur.k[n][i], w + 1));
       }
+    after_scores();
     float mx = neg_inf;
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int32_t j = jb + 8 * n + 2 * tq + e;
-        s[n][e] = j < end ? s[n][e] * scale2 : neg_inf;
+        s[n][e] *= scale2;
+        if (kMasked && jb + 8 * n + 2 * tq + e >= end) s[n][e] = neg_inf;
         mx = fmaxf(mx, s[n][e]);
       }
     mx = fmaxf(mx, gpu::shfl_xor(mx, 1));  // a head's row is spread over its quad
     mx = fmaxf(mx, gpu::shfl_xor(mx, 2));
     const float m_new = fmaxf(m, mx);
-    const bool none = m_new == neg_inf;
-    const float alpha = none ? 1.0f : exp2f(m - m_new);
+    // Every key so far masked (m_new -inf): subtract 0 instead, so that alpha and the weights are
+    // exp2(-inf) = 0 without a branch (acc and l are 0 then). ex2.approx.ftz: a weight below
+    // 2^-126 is 0 (exp2f's denormal fix-up was 4 instructions and a branch per weight; with the
+    // epilogue's reciprocal, -30% a block: row 180).
+    const float m_sub = m_new == neg_inf ? 0.0f : m_new;
+    const float alpha = exp2_ftz(m - m_sub);
     uint32_t p_big[2], p_small[2];
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
-      const float p0 = none ? 0.0f : exp2f(s[n][0] - m_new), p1 = none ? 0.0f : exp2f(s[n][1] - m_new);
+      const float p0 = exp2_ftz(s[n][0] - m_sub), p1 = exp2_ftz(s[n][1] - m_sub);
       l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
       split_pair<DT>(p0, p1, p_big[n], p_small[n]);
     }
     m = m_new;
+    uint32_t b_lo[kTiles], b_hi[kTiles];  // V's B operands: the high or low halves of two keys' words
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
       const int i = j >> 3, w = (j & 7) >> 1;
       const uint32_t sel = (j & 1) ? 0x7632u : 0x5410u;
-      const uint32_t b_lo = __byte_perm(word(cur.v[0][i], w), word(cur.v[1][i], w), sel);
-      const uint32_t b_hi = __byte_perm(word(cur.v[2][i], w), word(cur.v[3][i], w), sel);
+      b_lo[j] = __byte_perm(word(cur.v[0][i], w), word(cur.v[1][i], w), sel);
+      b_hi[j] = __byte_perm(word(cur.v[2][i], w), word(cur.v[3][i], w), sel);
+    }
+    after_operands();
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
       acc[j][0] *= alpha;
       acc[j][1] *= alpha;
-      mma_rows8<DT>(acc[j], p_big[0], p_big[1], b_lo, b_hi);
-      mma_rows8<DT>(acc[j], p_small[0], p_small[1], b_lo, b_hi);
+      mma_rows8<DT>(acc[j], p_big[0], p_big[1], b_lo[j], b_hi[j]);
+      mma_rows8<DT>(acc[j], p_small[0], p_small[1], b_lo[j], b_hi[j]);
     }
-#ifdef AMK_ATTN_ROW_DOUBLE
-    cur = next;
-#endif  // AMK_ATTN_ROW_DOUBLE
+  };
+  const auto nothing = [] {};
+  const std::integral_constant<bool, false> unmasked{};
+  const std::integral_constant<bool, true> masked{};
+#if !defined(AMK_ATTN_ROW_BRANCHY_LOADS) && !defined(AMK_EMU_ATTN_ROW_SMEM)
+  const int32_t n_full = j_end > j_begin ? (j_end - j_begin) / 16 : 0;
+#else
+  const int32_t n_full = 0;  // every block through row16
+#endif  // AMK_ATTN_ROW_BRANCHY_LOADS
+  Block cur;
+#ifdef AMK_ATTN_ROW_PIPELINED
+  // A/B (PERFORMANCE row 180): the next full block's K loaded once the scores have read this
+  // block's, its V once the output's operands are taken from this one's, in the registers the
+  // block already holds. The last full block loads itself again (its pointers stay), so that
+  // every load is unconditional: predicated loads into the block made ptxas spill it.
+  if (n_full > 0) {
+    load_full_k(cur);
+    load_full_v(cur);
+  }
+  for (int32_t b = 0; b < n_full; ++b) {  // warp-uniform
+    const int32_t next = b + 1 < n_full ? step16 : 0;
+    step(
+        j_begin + 16 * b, cur, unmasked,
+        [&] {
+          pk += next;
+          load_full_k(cur);
+        },
+        [&] {
+          pv += next;
+          load_full_v(cur);
+        });
+  }
+#else
+  for (int32_t b = 0; b < n_full; ++b) {  // warp-uniform
+    load_full_k(cur);
+    load_full_v(cur);
+    pk += step16;
+    pv += step16;
+    step(j_begin + 16 * b, cur, unmasked, nothing, nothing);
+  }
+#endif  // AMK_ATTN_ROW_PIPELINED
+  for (int32_t jb = j_begin + 16 * n_full; jb < end; jb += 16) {  // the tail: one block unless n_full is 0
+    load_row16(jb, cur);
+    step(jb, cur, masked, nothing, nothing);
   }
   l += gpu::shfl_xor(l, 1);
   l += gpu::shfl_xor(l, 2);
   if (gq >= nh) return;
   const int32_t h = g * nh + gq;
+  // One correctly rounded reciprocal and a product per value: within an ulp of acc / l before the
+  // rounding to 16 bits, where 16 IEEE divisions (a check and a call each) were ~1/4 of a 128-key
+  // walk (amk-walk-probe, PERFORMANCE row 180).
+  const float r = l > 0.0f ? __frcp_rn(l) : 0.0f;
 #pragma unroll
   for (int j = 0; j < kTiles; ++j)
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const int32_t k = h * HD + j + 8 * (2 * tq + e);  // attention_heads_mma's write_state order
-      // The division the unfused merge does (num / den with one state: acc / l), not acc * (1 / l).
-      const float v = l > 0.0f ? acc[j][e] / l : 0.0f;
+      const float v = acc[j][e] * r;
       s_x[planar ? x_planar_at(k, K) : k] = round_to_dtype(DT, v);
     }
 }

@@ -11,6 +11,9 @@
 // calls' median (warm), both per block of 16 keys and in ns at the SM's clock.
 // If one warp alone takes ~2000 cycles a block, the step's dependency chain is the cost; if one
 // warp is fast and eight are slow, the warps contend for a unit (tensor cores, MUFU, shared).
+// Also printed: a checksum of the 8-warp, 128-key walk's output (variants of the step must agree
+// to rounding) and the latencies of the step's links (one warp, 64 dependent instructions of a
+// kind), which say what the block's dependency chain should cost.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,11 +31,64 @@
 namespace {
 
 constexpr int kHeads = 32, kKvHeads = 8, kHd = 64, kSeq = 128;
-constexpr int kThreads = 352;  // the megakernel's compute warps
+// The megakernel's block (11 compute warps and the loader warp): its launch bounds give ptxas
+// the same 168-register budget, so the walk spills here where it spills there.
+constexpr int kThreads = 384;
 constexpr int kReps = 8;
+constexpr int kChain = 64;
+
+// Latencies of the block step's links, one warp, kChain dependent instructions each, in cycles a
+// link: [0] mma m16n8k16 (the accumulator feeds the next), [1] shfl_xor, [2] ex2.approx,
+// [3] fmul, [4] a 16-byte load from global memory (L1-resident: the address comes from the last
+// load), [5] the same from shared memory, [6] mma issue: 8 independent accumulators, cycles per mma.
+__global__ void __launch_bounds__(32, 1) latency_probe(const uint4* g, long long* cycles, float* sink) {
+#ifdef AMK_ATTN_MMA_PATH
+  __shared__ uint4 s_chain[64];
+  const int lane = static_cast<int>(threadIdx.x);
+  s_chain[lane] = make_uint4(0u, 0u, 0u, 0u);
+  s_chain[lane + 32] = make_uint4(0u, 0u, 0u, 0u);
+  __syncwarp();
+  float d[2] = {1.0f, 0.0f}, x = static_cast<float>(lane) * 1e-3f;
+  const uint32_t a = 0x3f803f80u, b = 0x00003f80u;
+  long long t[8];
+  t[0] = clock64();
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) amk::instructions::mma_rows8<AMK_DTYPE_BF16>(d, a, a, b, b);
+  t[1] = clock64();
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) x = __shfl_xor_sync(0xffffffffu, x, 1);
+  t[2] = clock64();
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x));
+  t[3] = clock64();
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) asm volatile("mul.f32 %0, %0, 0f3F800001;" : "+f"(x));
+  t[4] = clock64();
+  uint32_t idx = 0;
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) idx = __ldg(g + idx + lane).x;
+  t[5] = clock64();
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) idx = s_chain[idx + lane].x;
+  t[6] = clock64();
+  float e[8][2] = {};
+#pragma unroll
+  for (int i = 0; i < kChain; ++i) amk::instructions::mma_rows8<AMK_DTYPE_BF16>(e[i % 8], a, a, b, b);
+  t[7] = clock64();
+  if (lane == 0)
+    for (int k = 0; k < 7; ++k) cycles[k] = t[k + 1] - t[k];
+  float es = 0.0f;
+  for (int i = 0; i < 8; ++i) es += e[i][0] + e[i][1];
+  sink[lane] = x + d[0] + d[1] + static_cast<float>(idx) + es;
+#else
+  (void)g;
+  (void)cycles;
+  (void)sink;
+#endif  // AMK_ATTN_MMA_PATH
+}
 
 __global__ void __launch_bounds__(kThreads, 1)
-    walk_probe(amk::instructions::AttentionRowPlan rp, int warps, int keys, long long* cycles) {
+    walk_probe(amk::instructions::AttentionRowPlan rp, int warps, int keys, long long* cycles, float* out) {
 #ifdef AMK_ATTN_MMA_PATH
   __shared__ float s_q[kHeads * kHd];
   __shared__ float s_fresh[kKvHeads * 2 * kHd];
@@ -52,12 +108,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     const long long t1 = clock64();
     if ((threadIdx.x & 31) == 0) cycles[warp * kReps + rep] = t1 - t0;
   }
+  __syncwarp();
+  // The output (s_x, the group's heads of KV head `warp`, planar) for the checksum.
+  for (int i = static_cast<int>(threadIdx.x & 31); i < (kHeads / kKvHeads) * kHd; i += 32) {
+    const int k = warp * (kHeads / kKvHeads) * kHd + i;
+    out[k] = s_x[amk::instructions::x_planar_at(k, kHeads * kHd)];
+  }
 #else
   // No tensor-core path on this architecture (the host refuses it below sm_80).
   (void)rp;
   (void)warps;
   (void)keys;
   (void)cycles;
+  (void)out;
 #endif  // AMK_ATTN_MMA_PATH
 }
 
@@ -96,6 +159,8 @@ int main(int argc, char** argv) {
   void* k = nullptr;
   void* v = nullptr;
   long long* d_cycles = nullptr;
+  float* d_out = nullptr;
+  PROBE_CHECK(cudaMalloc(&d_out, sizeof(float) * kHeads * kHd));
   PROBE_CHECK(cudaMalloc(&k, cache_elems * 2));
   PROBE_CHECK(cudaMalloc(&v, cache_elems * 2));
   PROBE_CHECK(cudaMalloc(&d_cycles, sizeof(long long) * 16 * kReps));
@@ -116,7 +181,8 @@ int main(int argc, char** argv) {
   for (int warps : {1, 2, 8}) {
     for (int keys : {16, 128}) {
       std::vector<long long> c(static_cast<size_t>(warps) * kReps);
-      walk_probe<<<1, kThreads>>>(rp, warps, keys, d_cycles);
+      PROBE_CHECK(cudaMemset(d_out, 0, sizeof(float) * kHeads * kHd));
+      walk_probe<<<1, kThreads>>>(rp, warps, keys, d_cycles, d_out);
       PROBE_CHECK(cudaGetLastError());
       PROBE_CHECK(cudaDeviceSynchronize());
       PROBE_CHECK(cudaMemcpy(c.data(), d_cycles, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
@@ -130,8 +196,39 @@ int main(int argc, char** argv) {
                   median(warm) / blocks, median(cold) / blocks * ns_per_cycle, median(warm) / blocks * ns_per_cycle);
     }
   }
+  {  // the last run (8 warps, 128 keys) wrote every head's output
+    std::vector<float> o(static_cast<size_t>(kHeads) * kHd);
+    PROBE_CHECK(cudaMemcpy(o.data(), d_out, o.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    double sum = 0.0, abs_sum = 0.0;
+    for (size_t i = 0; i < o.size(); ++i) {
+      sum += o[i] * static_cast<double>((i % 7) + 1);
+      abs_sum += o[i] < 0 ? -o[i] : o[i];
+    }
+    std::printf("checksum (8 warps, 128 keys): weighted %.9e, |sum| %.9e\n", sum, abs_sum);
+  }
+  {
+    long long lat[7] = {};
+    float* sink = nullptr;
+    uint4* zeros = nullptr;  // the load chains' indices: each load's value is the next offset
+    PROBE_CHECK(cudaMalloc(&sink, sizeof(float) * 32));
+    PROBE_CHECK(cudaMalloc(&zeros, sizeof(uint4) * 64));
+    PROBE_CHECK(cudaMemset(zeros, 0, sizeof(uint4) * 64));
+    for (int run = 0; run < 2; ++run) {  // the second run on warm code and an L1-resident chain
+      latency_probe<<<1, 32>>>(zeros, d_cycles, sink);
+      PROBE_CHECK(cudaGetLastError());
+      PROBE_CHECK(cudaDeviceSynchronize());
+    }
+    PROBE_CHECK(cudaMemcpy(lat, d_cycles, sizeof(lat), cudaMemcpyDeviceToHost));
+    std::printf("latency, cycles a link: mma %.1f, shfl %.1f, ex2 %.1f, fmul %.1f, global load %.1f, shared load %.1f;"
+                " independent mma: %.1f cycles each\n",
+                lat[0] / double(kChain), lat[1] / double(kChain), lat[2] / double(kChain), lat[3] / double(kChain),
+                lat[4] / double(kChain), lat[5] / double(kChain), lat[6] / double(kChain));
+    PROBE_CHECK(cudaFree(sink));
+    PROBE_CHECK(cudaFree(zeros));
+  }
   PROBE_CHECK(cudaFree(k));
   PROBE_CHECK(cudaFree(v));
   PROBE_CHECK(cudaFree(d_cycles));
+  PROBE_CHECK(cudaFree(d_out));
   return 0;
 }
