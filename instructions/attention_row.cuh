@@ -98,7 +98,8 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
 #pragma unroll
     for (int r = 0; r < 4; ++r)
 #pragma unroll
-      for (int i = 0; i < kChunksV; ++i) b.v[r][i] = ld_global16(pv + ((r & 1) * row_bytes + (r >> 1) * rows8) + 128 * i);
+      for (int i = 0; i < kChunksV; ++i)
+        b.v[r][i] = ld_global16(pv + ((r & 1) * row_bytes + (r >> 1) * rows8) + 128 * i);
   };
   const auto load_row16 = [&](int32_t jb, Block& b) __attribute__((always_inline)) {
 #pragma unroll

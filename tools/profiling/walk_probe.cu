@@ -3,9 +3,10 @@
 // over the window, 16 keys a block, mma.sync tiles and an online softmax) timed alone on one SM.
 // In the megakernel a block of 16 keys costs ~1.1-1.2 us whether K / V come from L2 or shared
 // memory and on warm code too (docs/PERFORMANCE.md row 178), ~4x what its instruction count
-// suggests. Here one block of the megakernel's shape (352 compute threads, no loader, nothing
-// else on the GPU) calls the same function: q and the fresh rows in shared memory, K / V of a
-// Llama-1B layer (8 KV heads x 64, bf16) in global memory, L2-resident after the first call.
+// suggests. Here one block of the megakernel's shape (384 threads, the walk on up to 8 of its
+// warps, no loader, nothing else on the GPU) calls the same function: q and the fresh rows in
+// shared memory, K / V of a Llama-1B layer (8 KV heads x 64, bf16) in global memory, L2-resident
+// after the first call.
 // Each warp w < W walks KV head w over `keys` keys, R times back to back; lane 0 times each call
 // with clock64. Printed per (W, keys): the first call's cycles (cold code and data), the later
 // calls' median (warm), both per block of 16 keys and in ns at the SM's clock.
