@@ -89,22 +89,27 @@ __global__ void __launch_bounds__(32, 1) latency_probe(const uint4* g, long long
 }
 
 __global__ void __launch_bounds__(kThreads, 1)
-    walk_probe(amk::instructions::AttentionRowPlan rp, int warps, int keys, long long* cycles, float* out) {
+    walk_probe(amk::instructions::AttentionRowPlan rp, int warps, int j_begin, int keys, bool planar,
+               long long* cycles, float* out) {
 #ifdef AMK_ATTN_MMA_PATH
+  // As the megakernel calls it: the plan in shared memory, the window's start and the x layout
+  // from run time (as constants the compiler specialised the walk, and it fit in fewer registers).
+  __shared__ amk::instructions::AttentionRowPlan s_rp;
   __shared__ float s_q[kHeads * kHd];
   __shared__ float s_fresh[kKvHeads * 2 * kHd];
   __shared__ float s_x[kHeads * kHd];
   for (int i = static_cast<int>(threadIdx.x); i < kHeads * kHd; i += kThreads)
     s_q[i] = 0.01f * static_cast<float>((i * 7) % 13) - 0.06f;
   for (int i = static_cast<int>(threadIdx.x); i < kKvHeads * 2 * kHd; i += kThreads) s_fresh[i] = 0.0f;
+  if (threadIdx.x == 0) s_rp = rp;
   __syncthreads();
   const int warp = static_cast<int>(threadIdx.x) / 32;
   if (warp >= warps) return;
   for (int rep = 0; rep < kReps; ++rep) {
     __syncwarp();
     const long long t0 = clock64();
-    amk::instructions::attention_row_kv_head<AMK_DTYPE_BF16>(rp, warp % kKvHeads, 0, keys, keys, s_q, s_fresh, s_x,
-                                                             true);
+    amk::instructions::attention_row_kv_head<AMK_DTYPE_BF16>(s_rp, warp % kKvHeads, j_begin, keys, keys, s_q, s_fresh,
+                                                             s_x, planar);
     __syncwarp();
     const long long t1 = clock64();
     if ((threadIdx.x & 31) == 0) cycles[warp * kReps + rep] = t1 - t0;
@@ -119,7 +124,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // No tensor-core path on this architecture (the host refuses it below sm_80).
   (void)rp;
   (void)warps;
+  (void)j_begin;
   (void)keys;
+  (void)planar;
   (void)cycles;
   (void)out;
 #endif  // AMK_ATTN_MMA_PATH
@@ -183,7 +190,7 @@ int main(int argc, char** argv) {
     for (int keys : {16, 128}) {
       std::vector<long long> c(static_cast<size_t>(warps) * kReps);
       PROBE_CHECK(cudaMemset(d_out, 0, sizeof(float) * kHeads * kHd));
-      walk_probe<<<1, kThreads>>>(rp, warps, keys, d_cycles, d_out);
+      walk_probe<<<1, kThreads>>>(rp, warps, 0, keys, true, d_cycles, d_out);
       PROBE_CHECK(cudaGetLastError());
       PROBE_CHECK(cudaDeviceSynchronize());
       PROBE_CHECK(cudaMemcpy(c.data(), d_cycles, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
