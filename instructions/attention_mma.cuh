@@ -129,6 +129,26 @@ AMK_DEVICE void split_pair(float lo, float hi, uint32_t& big, uint32_t& small) {
   small = pack_pair<DT>(lo - b.x, hi - b.y);
 }
 
+/// One block's softmax weights for the online softmax of a lane's 4 scores s[n][e] (log2 units,
+/// masked keys -inf) against the running max m and its update m_new: the pairs p_big / p_small
+/// (split_pair) for the P.V mma, l advanced by alpha and the weights; returns alpha. A block of
+/// keys all masked so far (m_new -inf) subtracts 0, so that alpha and the weights are exp2(-inf)
+/// = 0 without a branch (acc and l are 0 then); ex2.approx.ftz drops exp2f's fix-up for results
+/// below 2^-126 (4 instructions and a branch a weight; PERFORMANCE row 180).
+template <int DT, int N>
+AMK_DEVICE float online_block_weights(const float (&s)[2][N], float m, float m_new, float& l, uint32_t (&p_big)[2],
+                                      uint32_t (&p_small)[2]) {
+  const float m_sub = m_new == -__int_as_float(0x7f800000) ? 0.0f : m_new;
+  const float alpha = exp2_ftz(m - m_sub);
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    const float p0 = exp2_ftz(s[n][0] - m_sub), p1 = exp2_ftz(s[n][1] - m_sub);
+    l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
+    split_pair<DT>(p0, p1, p_big[n], p_small[n]);
+  }
+  return alpha;
+}
+
 /// 16 bytes of a cache row from floats (the fresh key's row in shared memory; its values are
 /// already rounded to the cache's dtype, so the packing is exact).
 template <int DT>
@@ -269,18 +289,8 @@ AMK_DEVICE_NOINLINE void attention_heads_mma(const AttentionTileArgs& a, int64_t
       split_pair<DT>(p0, p1, p_big[n], p_small[n]);
     }
 #else
-    // Every key so far masked (m_new -inf): subtract 0, so that alpha and the weights are
-    // exp2(-inf) = 0 without a branch (acc and l are 0 then); ex2.approx.ftz without exp2f's
-    // fix-up for results below 2^-126 (attention_row.cuh's step, PERFORMANCE row 180).
-    const float m_sub = m_new == neg_inf ? 0.0f : m_new;
-    const float alpha = exp2_ftz(m - m_sub);
     uint32_t p_big[2], p_small[2];
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const float p0 = exp2_ftz(s[n][0] - m_sub), p1 = exp2_ftz(s[n][1] - m_sub);
-      l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
-      split_pair<DT>(p0, p1, p_big[n], p_small[n]);
-    }
+    const float alpha = online_block_weights<DT>(s, m, m_new, l, p_big, p_small);
 #endif  // AMK_ATTN_MMA_EXP2F_STEP
     m = m_new;
 #pragma unroll

@@ -143,19 +143,9 @@ AMK_DEVICE_NOINLINE void attention_row_kv_head(const AttentionRowPlan& rp, int32
     mx = fmaxf(mx, gpu::shfl_xor(mx, 1));  // a head's row is spread over its quad
     mx = fmaxf(mx, gpu::shfl_xor(mx, 2));
     const float m_new = fmaxf(m, mx);
-    // Every key so far masked (m_new -inf): subtract 0 instead, so that alpha and the weights are
-    // exp2(-inf) = 0 without a branch (acc and l are 0 then). ex2.approx.ftz: a weight below
-    // 2^-126 is 0 (exp2f's denormal fix-up was 4 instructions and a branch per weight; with the
-    // epilogue's reciprocal, -30% a block: row 180).
-    const float m_sub = m_new == neg_inf ? 0.0f : m_new;
-    const float alpha = exp2_ftz(m - m_sub);
+    // With the epilogue's reciprocal, online_block_weights' exp2 is -30% a block (row 180).
     uint32_t p_big[2], p_small[2];
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const float p0 = exp2_ftz(s[n][0] - m_sub), p1 = exp2_ftz(s[n][1] - m_sub);
-      l = fmaf(l, n == 0 ? alpha : 1.0f, p0 + p1);
-      split_pair<DT>(p0, p1, p_big[n], p_small[n]);
-    }
+    const float alpha = online_block_weights<DT>(s, m, m_new, l, p_big, p_small);
     m = m_new;
     uint32_t b_lo[kTiles], b_hi[kTiles];  // V's B operands: the high or low halves of two keys' words
 #pragma unroll
