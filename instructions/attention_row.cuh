@@ -17,7 +17,8 @@
 // next block during this one's step (-DAMK_ATTN_ROW_PIPELINED) is faster still alone (660 / 1069)
 // but spills in the megakernel. Two whole blocks in flight (row 175's -DAMK_ATTN_ROW_DOUBLE,
 // since removed) spilled too; asking L2 for the window's lines first only added L2 traffic. The
-// block step repeats attention_heads_mma's on purpose (one shared helper would move that
+// block step shares only its weights (online_block_weights, inline: both kernels' SASS unchanged)
+// with attention_heads_mma and otherwise repeats it on purpose (a shared step would move that
 // function's registers, and every earlier change of its allocation moved the whole kernel's:
 // PERFORMANCE rows 104, 139).
 // Each value is rounded to q's dtype, as the unfused program's attention buffer holds it.
