@@ -84,8 +84,7 @@ AMK_DEVICE void mma_rows8(float (&d)[4], uint32_t a_lo, uint32_t a_hi, uint32_t 
 }
 
 /// 16 bytes of global memory through ld.global. The megakernel reaches K / V through pointers in
-/// a plan in memory, which the compiler can only load generically (an address-space check per
-/// load); the walk's loop then spilled its block (PERFORMANCE row 180).
+/// a plan in memory, which the compiler would otherwise load through generic addresses.
 AMK_DEVICE uint4 ld_global16(const void* p) {
   uint4 v;
   asm("{\n\t.reg .u64 ga;\n\tcvta.to.global.u64 ga, %4;\n\tld.global.v4.u32 {%0, %1, %2, %3}, [ga];\n\t}"
