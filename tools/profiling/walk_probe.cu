@@ -20,14 +20,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <string>
 #include <vector>
 
 #define PROBE_NAME "amk-walk-probe"
 #include "tools/profiling/probe_check.h"
 
 #include "instructions/attention_row.cuh"
+#include "instructions/common/dtype.h"
 
 namespace {
 
@@ -60,6 +59,7 @@ __global__ void __launch_bounds__(32, 1) latency_probe(const uint4* g, long long
   for (int i = 0; i < kChain; ++i) x = __shfl_xor_sync(0xffffffffu, x, 1);
   t[2] = clock64();
 #pragma unroll
+  // exp2_ftz's own asm, volatile: a plain asm may move across the clock64 reads.
   for (int i = 0; i < kChain; ++i) asm volatile("ex2.approx.ftz.f32 %0, %0;" : "+f"(x));
   t[3] = clock64();
 #pragma unroll
@@ -132,12 +132,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif  // AMK_ATTN_MMA_PATH
 }
 
-uint16_t bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -163,7 +157,8 @@ int main(int argc, char** argv) {
   }
   const size_t cache_elems = static_cast<size_t>(kSeq) * kKvHeads * kHd;
   std::vector<uint16_t> host(cache_elems);
-  for (size_t i = 0; i < cache_elems; ++i) host[i] = bf16_bits(0.02f * static_cast<float>((i * 2654435761u) % 97) / 97.0f - 0.01f);
+  for (size_t i = 0; i < cache_elems; ++i)
+    host[i] = amk::instructions::f32_to_bf16(0.02f * static_cast<float>((i * 2654435761u) % 97) / 97.0f - 0.01f);
   void* k = nullptr;
   void* v = nullptr;
   long long* d_cycles = nullptr;
