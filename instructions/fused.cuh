@@ -6,7 +6,9 @@
 // kernel defines AMK_ATTENTION_GEMV_ON_DEVICE (the attention kernel, and HIP's); on the stream,
 // attention_row.cuh stages its x. Elsewhere recipe 9 is BAD_PARAMS: the executor launches the
 // attention kernel for every program that has it, and the generic path's code in the default
-// kernel moved ptxas' allocation of it (spill stores 136 -> 156 B, sm_90a).
+// kernel moved ptxas' allocation of it (spill stores 136 -> 156 B, sm_90a). The step-position
+// GEMVs (recipes 10-12) run step_gemv_run off the stream, except in the CUDA attention kernel
+// (AMK_NO_STEP_STREAM), where they are BAD_PARAMS and the executor refuses such a program.
 #pragma once
 #include "instructions/attention_gemv.h"
 #include "instructions/attention_tile.cuh"
@@ -54,11 +56,33 @@ AMK_DEVICE_NOINLINE int32_t attention_gemv_attend(const amk_program_t& p, const 
 }
 #endif  // AMK_ATTENTION_GEMV_ON_DEVICE
 
+#ifndef AMK_NO_STEP_STREAM
+/// FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND off the weight stream: the tile with the step
+/// bound (position, cache row) and the rotating epilogue. A function of its own: in fused_run,
+/// the step's bind grew the persistent kernel's stack frame (616 -> 648 B, sm_90a), which every
+/// program would pay (docs/PERFORMANCE.md row 185). Whole block.
+AMK_DEVICE_NOINLINE int32_t step_gemv_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
+  FusedArgs* const s_args = shared_args<FusedArgs>();
+  AMK_TRY_DEV(decode_once(s_args, ctx, [&](FusedArgs* out) { return decode_fused_at_step(p, inst, out); },
+                          [&](FusedArgs* out) { return bind_fused_step(p, inst, out); }));
+  const FusedArgs& a = *s_args;
+  return gemv_tile_block(a.mm, kGemvRmsNorm, a.aux, a.eps, nullptr, nullptr, ctx, nullptr, &a.step);
+}
+#endif  // AMK_NO_STEP_STREAM
+
 /// FUSED, whole block.
 AMK_DEVICE_NOINLINE int32_t fused_run(const amk_program_t& p, const amk_instruction_t& inst, const DeviceCtx& ctx) {
   if (fused_recipe(inst) == kRecipeRopeAppend) return rope_append_run(p, inst, ctx);
   if (fused_recipe(inst) == kRecipeRopeAttention) return attention_tile_run(p, inst, ctx);
   if (fused_recipe(inst) == kRecipeMlpFold) return mlp_fold_run(p, inst, ctx);
+#ifndef AMK_NO_STEP_STREAM
+  if (recipe_is_step_gemv(fused_recipe(inst))) return step_gemv_run(p, inst, ctx);
+#else
+  // The attention kernel (persistent_kernel.cu, kStepGemvStream): its allocation took the plain
+  // path's code badly too (spill stores 124 -> 308 B, sm_90a), and no lowering puts recipes 10-12
+  // beside ATTENTION_GEMV_ADD (the groups exclude each other), so they are BAD_PARAMS there.
+  if (recipe_is_step_gemv(fused_recipe(inst))) return AMK_DEVERR_BAD_PARAMS;
+#endif  // AMK_NO_STEP_STREAM
   const amk_program_t* gp = &p;
   const amk_instruction_t* gi = &inst;
   DeviceCtx gc = ctx;

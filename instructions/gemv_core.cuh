@@ -217,8 +217,9 @@ AMK_DEVICE void gemv_stage_x(const MatmulArgs& mm, int32_t prologue, const Tenso
 /// (kGemvRmsNorm) or up (kGemvSiluMul). Whole block.
 AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const Tensor& aux, float eps,
                                    const Tensor* bias, const Tensor* residual, const DeviceCtx& ctx,
-                                   const Tensor* copy = nullptr) {
-  constexpr int R = 2;  // rows per warp
+                                   const Tensor* copy = nullptr, const StepGemv* rotate = nullptr) {
+  constexpr int R = 2;  // rows per warp: a rotated pair (n, n + 1) is one warp's, n even
+  static_assert(R == 2, "step_gemv_rotate pairs a warp's two rows");
   constexpr int U = 4;  // 16-byte loads per row in flight per lane
   const int64_t K = mm.K;
   const int64_t cap = static_cast<int64_t>(ctx.work_floats) & ~int64_t{7};
@@ -273,6 +274,9 @@ AMK_DEVICE int32_t gemv_tile_block(const MatmulArgs& mm, int32_t prologue, const
 #pragma unroll
       for (int i = 0; i < R; ++i) acc[i] = gpu::warp_sum(acc[i]);
       if (lane == 0) {
+        // The tile's start and width are even (decode_step_gemv_static), so n[0] is even and
+        // n[1] = n[0] + 1 is in the tile whenever n[0] is.
+        if (rotate != nullptr && rotate->inv_freq != nullptr) step_gemv_rotate(*rotate, n[0], &acc[0], &acc[1]);
 #pragma unroll
         for (int i = 0; i < R; ++i) {
           if (n0 + static_cast<int64_t>(warp) * R + i >= mm.n_end) continue;

@@ -137,6 +137,9 @@ struct GemvPlan {
   /// ATTENTION_GEMV_ADD (prologue kGemvAttention): the attention that is x; mm.x has x's dtype and
   /// length but no storage (the x is made in shared memory).
   AttentionRowPlan attn;
+  /// FUSED recipes 10-12: the rotation and the cache row; the device binds the step's position
+  /// (the persistent kernel's loader, bind_step_gemv) into its staged copy.
+  StepGemv step;
 };
 
 /// Decode a GEMV-like `inst` into `*plan`: the opcode's own decode error, or BAD_PARAMS for an
@@ -212,7 +215,7 @@ AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t&
     FusedArgs a;
     AMK_TRY_DEV(decode_fused(p, inst, &a));
     plan->mm = a.mm;
-    plan->prologue = a.recipe == kRecipeRmsNormGemv ? kGemvRmsNorm : (a.has_aux ? kGemvSiluMul : kGemvPlain);
+    plan->prologue = recipe_is_rmsnorm_gemv(a.recipe) ? kGemvRmsNorm : (a.has_aux ? kGemvSiluMul : kGemvPlain);
     plan->aux = a.has_aux ? a.aux : a.mm.x;
     plan->residual = a.residual;
     plan->has_residual = a.has_residual;
@@ -220,6 +223,9 @@ AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t&
     plan->has_copy = a.has_copy;
     plan->has_bias = false;
     plan->eps = a.eps;
+#if !(defined(AMK_NO_STEP_STREAM) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)))
+    plan->step = a.step;  // (decode_fused leaves it zero in a kernel without step-position GEMVs)
+#endif  // a kernel with the step-position GEMVs, or the host
     return AMK_DEVERR_NONE;
   }
   return AMK_DEVERR_BAD_PARAMS;

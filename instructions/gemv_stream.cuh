@@ -297,6 +297,19 @@ AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, cons
     float v = 0.0f;
     for (int s = 0; s < sp.nseg; ++s) v += s_part[t * sp.nseg + s];
     v *= scale;
+#ifndef AMK_NO_STEP_STREAM  // a kernel whose streamed tasks do not rotate (persistent_kernel.cu, kStepGemvStream)
+    if (a.step.inv_freq != nullptr) {  // recipes 10 and 12 (no bias, residual or copy)
+      // Rows (t, t ^ 1) are a rope pair (n0 and the chunk's rows are even: the host's chunking,
+      // check_streamed): the partner's sum from its partials, which are all in shared memory.
+      float u = 0.0f;
+      for (int s = 0; s < sp.nseg; ++s) u += s_part[(t ^ 1) * sp.nseg + s];
+      u *= scale;
+      const bool odd = (t & 1) != 0;
+      float lo = odd ? u : v, hi = odd ? v : u;
+      step_gemv_rotate(a.step, n0 + (t & ~1), &lo, &hi);
+      v = odd ? hi : lo;
+    }
+#endif  // AMK_NO_STEP_STREAM
     if (a.has_bias) v = v + bias;
     if (a.has_residual) v = v + residual;
     a.mm.y.store(r * a.mm.n_out + n0 + t, v);

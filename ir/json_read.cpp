@@ -25,10 +25,11 @@ constexpr std::array<Field, 10> kRootFields = {{
     {"tasks", Expect::Array, true},         {"pages", Expect::ObjectOrNull, false},
     {"config", Expect::ObjectOrNull, false}, {"decode", Expect::AnyJson, false},
 }};
-constexpr std::array<Field, 8> kBufferFields = {{
+constexpr std::array<Field, 9> kBufferFields = {{
     {"id", Expect::Id, true},      {"name", Expect::String, true},     {"kind", Expect::Kind, true},
     {"dtype", Expect::DType, true}, {"shape", Expect::IntArray, true}, {"space", Expect::Space, false},
     {"source", Expect::StringOrNull, false}, {"stack", Expect::StackArray, false},
+    {"rope_pairs", Expect::Int64, false},
 }};
 constexpr std::array<Field, 2> kStackPartFields = {{
     {"source", Expect::String, true}, {"transpose", Expect::Bool, false},

@@ -91,7 +91,7 @@ struct Field {
 
 // Field indices, in spec key order; a field's index is also its bit in Frame::seen.
 enum RootField { kFIrVersion, kFAbiVersion, kFMeta, kFTarget, kFBuffers, kFCounters, kFTasks, kFPages, kFConfig, kFDecode };
-enum BufferField { kBId, kBName, kBKind, kBDType, kBShape, kBSpace, kBSource, kBStack };
+enum BufferField { kBId, kBName, kBKind, kBDType, kBShape, kBSpace, kBSource, kBStack, kBRopePairs };
 enum StackPartField { kSSource, kSTranspose };
 enum CounterField { kCId, kCInit, kCNote };
 enum TaskField { kTId, kTOp, kTInputs, kTOutputs, kTOutCounter, kTWaits, kTParams, kTSm, kTEstBytes, kTEstFlops, kTLabel };

@@ -181,6 +181,8 @@ bool ProgramReader::scalar_in_buffer(Frame& f, const Scalar& v) {
       buf_->source = std::string(v.s);
       return true;
     case kBStack: return type_error(Expect::StackArray, v.text());
+    // Any int64 is read; whether it fits the buffer (even, divides the rows) is validate()'s.
+    case kBRopePairs: return int64_value(v, buf_->rope_pairs);
     default: return true;
   }
 }

@@ -141,6 +141,8 @@ void write_buffer(Writer& w, const Buffer& b) {
     }
     w.close(']');
   }
+  // Likewise only permuted buffers carry "rope_pairs".
+  if (b.rope_permuted()) w.key("rope_pairs").i64(b.rope_pairs);
   w.close('}');
 }
 

@@ -49,6 +49,11 @@ const std::vector<RecipeSpec>& recipe_specs() {
       // ROPE_ATTENTION's params, then GEMV_ADD's tile (n_off / N_tile select W's rows, not heads).
       {FusedRecipe::AttentionGemvAdd, "ATTENTION_GEMV_ADD", 8,
        {"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads", "flags", "K", "N_tile", "n_off"}, 7, true, 1, 6},
+      {FusedRecipe::RmsNormGemvRope, "RMSNORM_GEMV_ROPE", 4, {"eps", "K", "N_tile", "n_off", "head_dim", "flags"}, -1,
+       true, 1, 2},
+      {FusedRecipe::RmsNormGemvAppend, "RMSNORM_GEMV_APPEND", 3, {"eps", "K", "N_tile", "n_off", "flags"}, -1, true, 1, 2},
+      {FusedRecipe::RmsNormGemvRopeAppend, "RMSNORM_GEMV_ROPE_APPEND", 4,
+       {"eps", "K", "N_tile", "n_off", "head_dim", "flags"}, -1, true, 1, 2},
   };
   return specs;
 }

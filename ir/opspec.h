@@ -37,6 +37,11 @@ enum class FusedRecipe : int32_t {
   AttentionGemvAdd = 9,  ///< [q, k_cache, v_cache, k_new, v_new, inv_freq, W, residual] -> out tile =
                          ///< ROPE_ATTENTION over every q head (rounded to q's dtype) @ W.T + residual tile
                          ///< (docs/ATTENTION_IN_O.md: each o_proj tile recomputes the attention)
+  // The step-position GEMVs (docs/ROPE_IN_GEMV.md): RMSNORM_GEMV's tile under STEP_POS, W's rows in
+  // rope-pair order where it rotates (output pairs (2i, 2i + 1) of a head are rotate-half's (i, i + hd/2)).
+  RmsNormGemvRope = 10,        ///< [x, norm_w, W, inv_freq] -> out tile, its pairs rotated at step.pos
+  RmsNormGemvAppend = 11,      ///< [x, norm_w, W] -> KV cache: the tile into row step.pos
+  RmsNormGemvRopeAppend = 12,  ///< [x, norm_w, W, inv_freq] -> KV cache: the rotated tile into row step.pos
 };
 struct RecipeSpec {
   FusedRecipe recipe;

@@ -46,6 +46,9 @@ struct StackPart {
 /// A named tensor (spec 1.2). `source` is the state-dict key for WEIGHT/CONST buffers; a stacked
 /// one has `stack` instead: shape [N, P, K] with P = stack.size() and buf[n, p, :] = row n of
 /// part p (after its transpose). At most one of the two is set (validate(): source.stack).
+/// `rope_pairs` = hd permutes the rows of a rank-2 `source` per head of hd rows, so that
+/// rotate-half pairs (i, i + hd/2) become adjacent rows (2i, 2i + 1) (docs/JSON.md "rope_pairs";
+/// validate(): source.rope_pairs).
 struct Buffer {
   BufferId id;
   std::string name;
@@ -57,9 +60,14 @@ struct Buffer {
   /// Empty = not stacked. The `= {}` keeps aggregate inits that stop at `source` free of
   /// -Wmissing-field-initializers.
   std::vector<StackPart> stack = {};
+  /// 0 = rows as in the file; else the head_dim hd: stored row b*hd + 2i is source row b*hd + i,
+  /// row b*hd + 2i + 1 is source row b*hd + i + hd/2 (i < hd/2). `= 0` for the same reason as above.
+  int64_t rope_pairs = 0;
 
   /// True when the buffer is built from stacked parts.
   bool stacked() const { return !stack.empty(); }
+  /// True when the rows are permuted into rope-pair order at load.
+  bool rope_permuted() const { return rope_pairs != 0; }
 
   /// Product of the shape (1 for rank 0); -1 if any dimension is negative or it overflows.
   int64_t numel() const;

@@ -39,7 +39,7 @@ void check_pages(Context& cx);        ///< ref.page, ref.buffer, page.size, page
 void check_meta(Context& cx);         ///< target.label
 
 // validate_sources.cpp
-void check_sources(Context& cx);      ///< source.stack
+void check_sources(Context& cx);      ///< source.stack, source.rope_pairs
 
 // validate_params.cpp
 void check_params(Context& cx, int32_t t);   ///< params.required, params.type, params.unknown

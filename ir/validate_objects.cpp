@@ -26,11 +26,13 @@ bool has_flags(const Task& t, int64_t bits) {
   return f && (*f & bits) == bits;
 }
 
-// A KV_APPEND or FUSED ROPE_APPEND under STEP_POS with pos >= 0: it writes the cache row
-// step.pos + pos, never a row before the step's position.
+// A KV_APPEND, FUSED ROPE_APPEND or a step-position GEMV's append (RMSNORM_GEMV_APPEND,
+// RMSNORM_GEMV_ROPE_APPEND) under STEP_POS with pos >= 0: it writes the cache row step.pos + pos,
+// never a row before the step's position.
 bool appends_at_or_after_step(const Task& t) {
-  return (t.op == Opcode::KvAppend || is_recipe(t, "ROPE_APPEND")) && has_flags(t, kFlagStepPos) &&
-         t.params.int_or("pos", 0) >= 0;
+  return (t.op == Opcode::KvAppend || is_recipe(t, "ROPE_APPEND") || is_recipe(t, "RMSNORM_GEMV_APPEND") ||
+          is_recipe(t, "RMSNORM_GEMV_ROPE_APPEND")) &&
+         has_flags(t, kFlagStepPos) && t.params.int_or("pos", 0) >= 0;
 }
 
 // A FUSED ROPE_ATTENTION's or ATTENTION_GEMV_ADD's cache reads (inputs 1 and 2 of both) cover rows

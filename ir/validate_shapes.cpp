@@ -86,6 +86,7 @@ class TaskShapes {
   // nullopt then or when a param is mistyped (reported elsewhere).
   std::optional<std::pair<int64_t, int64_t>> head_tile(int64_t nh, const char* what);
   void gemv_recipe(const RecipeSpec& r);
+  void step_gemv(const RecipeSpec& r);
   void mlp_fold();
   void accumulate_flag();
   void rope_operands();
@@ -391,7 +392,11 @@ void TaskShapes::argmax() {
 void TaskShapes::gemv_recipe(const RecipeSpec& r) {
   const bool silu = r.recipe == FusedRecipe::SiluMulGemv || r.recipe == FusedRecipe::SiluMulGemvAdd;
   if (silu) same_numel(in(0), in(1));
-  if (r.recipe == FusedRecipe::RmsNormGemv) expect(in(1), "numel", numel(in(1)), cols(in(0)), "norm weight of x");
+  const bool step = r.recipe == FusedRecipe::RmsNormGemvRope || r.recipe == FusedRecipe::RmsNormGemvAppend ||
+                    r.recipe == FusedRecipe::RmsNormGemvRopeAppend;
+  if (r.recipe == FusedRecipe::RmsNormGemv || step)
+    expect(in(1), "numel", numel(in(1)), cols(in(0)), "norm weight of x");
+  if (step) step_gemv(r);
   // x (or gate) is input 0, except in ATTENTION_GEMV_ADD: its x is the attention it computes, whose
   // length against K attention_gemv_add() checks.
   const Buffer* x = r.recipe == FusedRecipe::AttentionGemvAdd ? nullptr : in(0);
@@ -406,6 +411,48 @@ void TaskShapes::gemv_recipe(const RecipeSpec& r) {
     fail("shape", name(copy) + " has shape " + shape_text(copy) + ", expected " + shape_text(out(0)) +
                       " (FUSED " + std::string(r.name) + " writes its tile to both outputs: the same shape as " +
                       name(out(0)) + ")", copy);
+}
+
+// The step-position GEMVs, RMSNORM_GEMV's tile at one decode step (docs/ROPE_IN_GEMV.md): x one
+// row; STEP_POS in flags (the angle and the cache row are step.pos + pos, pos >= 0). A rotating
+// recipe's pairs (n, n + 1) are rotate-half's (i, i + hd/2) only when W's rows were loaded in
+// rope-pair order for this head_dim, so W must say so (`rope_pairs`), the tile hold whole pairs
+// and whole heads tile W. An append writes a KV_CACHE whose rows are W's outputs.
+void TaskShapes::step_gemv(const RecipeSpec& r) {
+  const std::string recipe = "FUSED " + std::string(r.name);
+  const Buffer *x = in(0), *w = in(2), *y = out(0);
+  if (x != nullptr && rows(x) != 1) fail("shape", name(x) + " has " + s(rows(x)) + " rows; " + recipe + " takes one row (a decode step)", x);
+  if (auto flags = p("flags"); flags && (*flags & kFlagStepPos) == 0)
+    fail("contract", recipe + " requires STEP_POS (" + s(kFlagStepPos) + ") in flags " + s(*flags) +
+                         ": its rotation and cache row follow the step's position");
+  if (auto pos = p("pos"); pos && *pos < 0) fail("shape", "pos " + s(*pos) + " must be >= 0 (it is added to step.pos)");
+  const bool rotates = r.recipe != FusedRecipe::RmsNormGemvAppend;
+  if (rotates) {
+    auto hd = p("head_dim");
+    if (hd && (*hd < 2 || *hd % 2 != 0)) {
+      fail("shape", "head_dim " + s(*hd) + " must be even and >= 2 (rotate-half pairs)");
+    } else if (hd) {
+      expect(in(3), "numel", numel(in(3)), *hd / 2, "inv_freq holds head_dim/2 entries");
+      if (w != nullptr && rows(w) % *hd != 0)
+        fail("shape", name(w) + " has " + s(rows(w)) + " rows, not a multiple of head_dim " + s(*hd) + " (whole heads)", w);
+      if (w != nullptr && w->rope_pairs != *hd)
+        fail("contract", name(w) + (w->rope_pairs == 0 ? std::string(" is not in rope-pair order")
+                                                       : " is in rope-pair order for head_dim " + s(w->rope_pairs)) +
+                             "; " + recipe + " rotates pairs of head_dim " + s(*hd) +
+                             ", so W needs \"rope_pairs\": " + s(*hd), w);
+    }
+    auto n_off = p("n_off"), n_tile = p("N_tile");
+    if (n_off && n_tile && (*n_off % 2 != 0 || *n_tile % 2 != 0))
+      fail("tile.bounds", "tile [" + s(*n_off) + ", " + s(*n_off + *n_tile) + ") must start and end on an even row: " +
+                              recipe + " rotates the pairs (2i, 2i + 1)");
+    if (in(3)) expect_dtype(in(3), DType::F32, "inv_freq table");
+  }
+  if (r.recipe == FusedRecipe::RmsNormGemvRope) return;
+  if (y != nullptr && y->kind != BufferKind::KvCache)
+    fail("contract", recipe + " writes " + name(y) + ", a " + std::string(buffer_kind_name(y->kind)) +
+                         " buffer; it must be a KV_CACHE (it stores row step.pos)", y);
+  if (y != nullptr && y->shape.size() != 2)
+    fail("shape", name(y) + " has rank " + s(static_cast<int64_t>(y->shape.size())) + ", expected 2 (cache rows)", y);
 }
 
 // ROPE's operands, shared with FUSED ROPE_APPEND: x (input 0) is whole heads of head_dim, even

@@ -1,6 +1,7 @@
 // loader/bind_weights.cpp: WEIGHT/CONST binding by `source`: from the mapped safetensors file,
-// synthesized (`amk:`), or seeded random; stacked buffers are built by stack_weights.cpp. Every
-// error names the buffer (id and name) and the tensor.
+// synthesized (`amk:`), or seeded random; stacked buffers are built by stack_weights.cpp, and the
+// rows of rope_pairs buffers permuted by rope_pairs.cpp. Every error names the buffer (id and
+// name) and the tensor.
 #include "loader/bind_weights.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "loader/names.h"
 #include "loader/random_weights.h"
+#include "loader/rope_pairs.h"
 #include "loader/stack_weights.h"
 #include "loader/synth_constants.h"
 
@@ -25,7 +27,8 @@ Status out_of_memory(const ir::Buffer& b) {
   return Status(StatusCode::Internal, buffer_name(b) + ": out of host memory for " + std::to_string(b.nbytes()) + " bytes");
 }
 
-/// Point `b` at its tensor in the file (or at a copy when the tensor is misaligned).
+/// Point `b` at its tensor in the file (or at a copy when the tensor is misaligned, or at the
+/// permuted copy of a rope_pairs buffer: the same checks, so the same errors, as a plain buffer).
 Status bind_from_file(const ir::Buffer& b, ProgramImage::Storage& storage, void** ptr) {
   const SafetensorsFile& file = *storage.weights;
   const std::string who = buffer_name(b) + " (source \"" + *b.source + "\")";
@@ -41,6 +44,13 @@ Status bind_from_file(const ir::Buffer& b, ProgramImage::Storage& storage, void*
                                                    std::string(ir::dtype_name(b.dtype)) + " " + shape_text(b.shape) +
                                                    ", but " + tensor_text(*t) + " in " + file.path());
   const void* data = file.data(*t);
+  if (b.rope_permuted()) {
+    void* copy = storage.allocate(static_cast<uint64_t>(b.nbytes()));
+    if (copy == nullptr) return out_of_memory(b);
+    rope_pairs_permute(b, data, copy);  // same dtype and element count: checked above
+    *ptr = copy;
+    return Status::ok();
+  }
   const auto item = static_cast<uintptr_t>(st_dtype_itemsize(t->dtype));
   if (t->nbytes() > 0 && reinterpret_cast<uintptr_t>(data) % item == 0) {
     // Zero-copy: the mapping is PROT_READ; WEIGHT/CONST buffers are never written (validate()).
@@ -88,12 +98,20 @@ Status bind_weights(const ir::Program& program, const LoadOptions& options, Prog
   for (const ir::Buffer& b : program.buffers) {
     if (!is_bound_kind(b)) continue;
     void* ptr = nullptr;
+    // Before any branch: a bad rope_pairs must not be silently dropped (a stack, an amk: source).
+    if (b.rope_permuted()) {
+      if (Status s = rope_pairs_check(b); !s) return s;
+    }
     if (b.stacked()) {
       ptr = storage.allocate(static_cast<uint64_t>(b.nbytes()));
       if (ptr == nullptr) return out_of_memory(b);
       const Status s = options.random_weights_seed ? stack_random(program, b, *options.random_weights_seed, ptr)
                                                    : stack_from_file(b, *storage.weights, ptr);
       if (!s) return s;
+    } else if (b.rope_permuted() && options.random_weights_seed) {
+      ptr = storage.allocate(static_cast<uint64_t>(b.nbytes()));
+      if (ptr == nullptr) return out_of_memory(b);
+      if (Status s = rope_pairs_random(program, b, *options.random_weights_seed, ptr); !s) return s;
     } else if (is_synth(b) || options.random_weights_seed) {
       ptr = storage.allocate(static_cast<uint64_t>(b.nbytes()));
       if (ptr == nullptr) return out_of_memory(b);

@@ -12,6 +12,7 @@ namespace amk::loader {
 /// options.random_weights_seed, random values; otherwise the tensor named by `source` in
 /// options.weights_path (opened once into storage.weights): zero-copy into the mapping when the
 /// dtypes match and the data is aligned to the element size, else copied into an aligned block.
+/// A rope_pairs buffer is always a copy, its rows permuted (rope_pairs.h), file or random.
 /// Shapes match when equal after dropping leading 1s ([1, N] binds [N]). Errors: NotFound (tensor
 /// missing), InvalidArgument (dtype/shape mismatch, no source, no file), ParseError/IoError (file).
 Status bind_weights(const ir::Program& program, const LoadOptions& options, ProgramImage::Storage& storage);

@@ -97,9 +97,15 @@ RandomKey random_key_of(const ir::Buffer& buffer) {
 }
 
 RandomKey random_key_of_source(const ir::Program& program, std::string_view source) {
+  auto of_source = [&](const ir::Buffer& b) {
+    return (b.kind == ir::BufferKind::Weight || b.kind == ir::BufferKind::Const) && b.source && *b.source == source;
+  };
+  // A buffer in the file's row order first; else a permuted one (rope_pairs), whose unpermuted
+  // values are then what a stack part or another permuted buffer of the source shares.
   for (const ir::Buffer& b : program.buffers)
-    if ((b.kind == ir::BufferKind::Weight || b.kind == ir::BufferKind::Const) && b.source && *b.source == source)
-      return random_key_of(b);
+    if (of_source(b) && !b.rope_permuted()) return random_key_of(b);
+  for (const ir::Buffer& b : program.buffers)
+    if (of_source(b)) return random_key_of(b);
   // FNV-1a of the name with the top bit set: ids + 1 stay below 2^32, so the two never meet.
   uint64_t h = 0xcbf29ce484222325ull;
   for (char c : source) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;

@@ -2,7 +2,8 @@
 // The values depend only on (seed, key, dtype, shape) and are the same on every platform (own PRNG
 // and Box-Muller, no std:: distributions, whose output is implementation-defined). A buffer with one
 // `source` is keyed by its id (as it always was, so existing programs keep their values); a part of
-// a stacked buffer by random_key_of_source(), so it holds what the unstacked buffer would.
+// a stacked buffer, and a buffer with rope_pairs, by random_key_of_source(), so it holds what the
+// unstacked, unpermuted buffer would.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -19,9 +20,10 @@ struct RandomKey {
 
 /// The key of a buffer filled as a whole: its id.
 RandomKey random_key_of(const ir::Buffer& buffer);
-/// The key of state-dict tensor `source` as a stack part of `program`: the key of the program's
-/// first unstacked WEIGHT/CONST buffer with that source (so both hold the same numbers), or,
-/// when there is none, one derived from the name alone.
+/// The key of state-dict tensor `source` as a stack part or a permuted (rope_pairs) buffer of
+/// `program`: the key of the program's first unstacked WEIGHT/CONST buffer with that source that
+/// is not permuted, else of the first permuted one (so all hold the same numbers, up to their
+/// layout), or, when there is none, one derived from the name alone.
 RandomKey random_key_of_source(const ir::Program& program, std::string_view source);
 
 /// Fill `dst` (buffer.nbytes() bytes, zeroed) for `buffer`, cast to its dtype, keyed by its id:

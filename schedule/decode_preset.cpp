@@ -46,6 +46,13 @@ bool env_allows_attention_in_o() {
   return env != nullptr && std::string_view(env) == "1";
 }
 
+// The groups the rope-in-qkv group replaces (it claims q_proj, k_rope and q_rope).
+bool replaced_by_rope_qkv(const std::vector<std::string>& group) {
+  const std::vector<std::string> key = sorted_ops(group);
+  return key == sorted_ops(std::vector<std::string>{"rmsnorm", "q_proj", "k_proj", "v_proj"}) ||
+         key == std::vector<std::string>{"kv_append", "rope"} || key == std::vector<std::string>{"attention", "rope"};
+}
+
 }  // namespace
 
 std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name) {
@@ -81,6 +88,13 @@ bool decode_preset_attention_in_o_proj(const DecodePreset& preset, const ModelCo
                            !drops(preset, {"o_proj", "residual_add"});
   return attention_as_asked && groups_kept && attention_in_o_proj_shape_ok(model, max_seq, dtype) &&
          env_allows_attention_in_o();
+}
+
+bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq, ir::DType dtype) {
+  const char* env = std::getenv(kRopeInQkvEnv);
+  const bool asked = preset.rope_in_qkv || (env != nullptr && std::string_view(env) == "1");
+  return asked && !decode_preset_attention_in_o_proj(preset, model, max_seq, dtype) &&
+         !drops(preset, {"rmsnorm", "q_proj", "k_proj", "v_proj"});
 }
 
 bool is_builtin_fusion_group(const std::string& text) {
@@ -130,15 +144,18 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
   nlohmann::json j;
   j["fusion_grouping"] = nlohmann::json::array();
   const bool attention_in_o = decode_preset_attention_in_o_proj(tiling, model, max_seq, dtype);
+  const bool rope_qkv = decode_preset_rope_in_qkv(tiling, model, max_seq, dtype);
   for (const std::vector<std::string>& group : fusion_all_groups()) {
     // The fold replaces both MLP groups (it claims gate_proj and down_proj).
     const bool mlp = std::find(group.begin(), group.end(), "gate_proj") != group.end() ||
                      std::find(group.begin(), group.end(), "down_proj") != group.end();
-    const bool replaced = (tiling.mlp_fold && mlp) || (attention_in_o && replaced_by_attention_o_proj(group));
+    const bool replaced = (tiling.mlp_fold && mlp) || (attention_in_o && replaced_by_attention_o_proj(group)) ||
+                          (rope_qkv && replaced_by_rope_qkv(group));
     if (!drops(tiling, group) && !replaced) j["fusion_grouping"].push_back(group);
   }
   if (tiling.mlp_fold) j["fusion_grouping"].push_back(mlp_fold_group());
   if (attention_in_o) j["fusion_grouping"].push_back(attention_o_proj_group());
+  if (rope_qkv) j["fusion_grouping"].push_back(rope_qkv_group());
   j["sm_assignment"] = tiling.sm_assignment;
   j["tiling"]["attention"]["kv_partitions"] = decode_preset_kv_partitions(tiling, model, max_seq, dtype);
   j["tiling"]["attention"]["heads_per_task"] = decode_preset_heads_per_task(tiling, model, max_seq, dtype);

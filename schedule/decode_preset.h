@@ -35,6 +35,9 @@ inline constexpr int64_t kAttentionInOProjHeadDim = 64;
 /// The environment variable that lets the auto rule turn the group on ("1"). The GPU kernel is not
 /// measured yet, so auto stays off without it; a later change makes the shape rule alone decide.
 inline constexpr const char* kAttentionInOEnv = "AMK_ATTENTION_IN_O";
+/// The environment variable ("1") that turns on rope in the q / k GEMVs (DecodePreset::rope_in_qkv)
+/// for measuring it before the preset takes it by default.
+inline constexpr const char* kRopeInQkvEnv = "AMK_ROPE_IN_QKV";
 
 /// The preset's choices; the defaults are the measured best (H100 / H200, Llama-3.2-1B and 8B).
 struct DecodePreset {
@@ -76,7 +79,17 @@ struct DecodePreset {
   /// layer's attention, so the attention stage and its hop go (the group replaces {rope, attention}
   /// and {o_proj, residual_add}; one KV partition, every head in each task).
   AttentionInOProj attention_in_o_proj = AttentionInOProj::Auto;
+  /// Rope in the q / k GEMVs (docs/ROPE_IN_GEMV.md: the {rmsnorm, q_proj, k_proj, v_proj, rope,
+  /// kv_append} group instead of the qkv, rope-append and rope-attention groups): the attention
+  /// tasks start without a rope prologue and the append tasks go. Also on with AMK_ROPE_IN_QKV=1.
+  /// Not with the attention in o_proj (which rotates q itself): that one wins.
+  bool rope_in_qkv = false;
 };
+
+/// Whether the preset puts the rope into the q / k GEMVs: rope_in_qkv or AMK_ROPE_IN_QKV=1 (read
+/// now), unless the attention is in o_proj or the preset drops the qkv group.
+bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
+                               ir::DType dtype = ir::DType::BF16);
 
 /// "auto" | "on" | "off" -> the knob; nullopt for anything else.
 std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name);

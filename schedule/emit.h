@@ -33,6 +33,10 @@ struct LowerContext {
   /// A stacked WEIGHT buffer [N, parts, K] (docs/JSON.md "stack"): row n of each part, a part's
   /// `transpose` read as its transposed tensor.
   ir::BufferId weight_stack(const std::string& name, std::vector<int64_t> shape, std::vector<ir::StackPart> parts);
+  /// A WEIGHT buffer [N, K] bound to `source` with its rows in rope-pair order per head of
+  /// `head_dim` rows (docs/JSON.md "rope_pairs"): rotate-half pairs become adjacent rows.
+  ir::BufferId weight_rope_pairs(const std::string& name, std::vector<int64_t> shape, const std::string& source,
+                                 int64_t head_dim);
 };
 
 /// The fused form of a projection's tiles (docs/OPCODES.md FUSED recipes).
@@ -42,7 +46,12 @@ enum class GemvForm {
   SiluMul,    ///< SILU_MUL_GEMV      [gate, up, W] -> out
   Add,        ///< GEMV_ADD           [x, W, residual] -> residual (in place)
   SiluMulAdd,  ///< SILU_MUL_GEMV_ADD  [gate, up, W, residual] -> residual (in place)
-  AddCopy      ///< GEMV_ADD_COPY      [x, W, residual] -> residual (in place), copy
+  AddCopy,     ///< GEMV_ADD_COPY      [x, W, residual] -> residual (in place), copy
+  // The step-position GEMVs (docs/ROPE_IN_GEMV.md): W in rope-pair order where they rotate; their
+  // tiles are rounded up to an even row count (whole pairs).
+  RmsNormRope,        ///< RMSNORM_GEMV_ROPE        [x, norm_w, W, inv_freq] -> out (q)
+  RmsNormAppend,      ///< RMSNORM_GEMV_APPEND      [x, norm_w, W] -> cache row step.pos (v)
+  RmsNormRopeAppend,  ///< RMSNORM_GEMV_ROPE_APPEND [x, norm_w, W, inv_freq] -> cache row step.pos (k)
 };
 
 /// One projection to cut into N_tile column tiles.
@@ -53,7 +62,7 @@ struct GemvJob {
   ir::BufferId x;     ///< x, or gate for the SiluMul forms
   ir::BufferId x2;    ///< norm_w (RmsNorm) or up (SiluMul forms); unused otherwise
   ir::BufferId w;     ///< [N, K]
-  ir::BufferId out;   ///< [N]; the residual itself for the Add forms
+  ir::BufferId out;   ///< [N]; the residual itself for the Add forms; the KV cache for the Append forms
   int64_t K = 0;
   int64_t N = 0;
   ir::BufferId copy = {};  ///< AddCopy's second output [N] (`= {}`: aggregate inits may stop before it)

@@ -34,6 +34,9 @@ ir::FusedRecipe recipe_of(GemvForm form) {
     case GemvForm::Add: return ir::FusedRecipe::GemvAdd;
     case GemvForm::SiluMulAdd: return ir::FusedRecipe::SiluMulGemvAdd;
     case GemvForm::AddCopy: return ir::FusedRecipe::GemvAddCopy;
+    case GemvForm::RmsNormRope: return ir::FusedRecipe::RmsNormGemvRope;
+    case GemvForm::RmsNormAppend: return ir::FusedRecipe::RmsNormGemvAppend;
+    case GemvForm::RmsNormRopeAppend: return ir::FusedRecipe::RmsNormGemvRopeAppend;
     case GemvForm::Plain: break;
   }
   return ir::FusedRecipe::GemvAdd;  // unreachable: Plain is not FUSED
@@ -56,6 +59,13 @@ ir::BufferId LowerContext::weight_stack(const std::string& name, std::vector<int
   return id;
 }
 
+ir::BufferId LowerContext::weight_rope_pairs(const std::string& name, std::vector<int64_t> shape,
+                                            const std::string& source, int64_t head_dim) {
+  const ir::BufferId id = weight(name, std::move(shape), source);
+  b.buffer_mut(id).rope_pairs = head_dim;
+  return id;
+}
+
 std::string rope_inv_freq_source(const ModelConfig& m) {
   std::string s = "amk:rope_inv_freq?theta=" + number_text(m.rope_theta) + "&dim=" + std::to_string(m.head_dim);
   if (m.llama3_scaling) {
@@ -70,7 +80,12 @@ std::string rope_inv_freq_source(const ModelConfig& m) {
 void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
   const ir::DType out_dtype = c.b.buffer(j.out).dtype;
   const bool fused = j.form != GemvForm::Plain;
-  for (const Span& t : spans_cover(j.N, c.tiling.n_tile.at(j.proj))) {
+  const bool rotates = j.form == GemvForm::RmsNormRope || j.form == GemvForm::RmsNormRopeAppend;
+  const bool step_form = rotates || j.form == GemvForm::RmsNormAppend;
+  const bool rmsnorm = j.form == GemvForm::RmsNorm || step_form;
+  int64_t tile = c.tiling.n_tile.at(j.proj);
+  if (rotates) tile += tile % 2;  // whole rope pairs (rows 2i, 2i + 1); N is whole heads, so even
+  for (const Span& t : spans_cover(j.N, tile)) {
     ir::Params p;
     std::vector<ir::BufferId> in;
     Cost cost;
@@ -80,7 +95,13 @@ void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
         cost = cost_gemv(j.K, t.len, c.weight_dtype, c.dtype, out_dtype);
         break;
       case GemvForm::RmsNorm:
+      case GemvForm::RmsNormAppend:
         in = {j.x, j.x2, j.w};
+        cost = cost_rmsnorm_gemv(j.K, t.len, c.weight_dtype, c.dtype, out_dtype);
+        break;
+      case GemvForm::RmsNormRope:
+      case GemvForm::RmsNormRopeAppend:
+        in = {j.x, j.x2, j.w, c.inv_freq};
         cost = cost_rmsnorm_gemv(j.K, t.len, c.weight_dtype, c.dtype, out_dtype);
         break;
       case GemvForm::SiluMul:
@@ -107,8 +128,11 @@ void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
     p.set("K", j.K);
     p.set("N_tile", t.len);
     p.set("n_off", t.off);
-    if (j.form == GemvForm::RmsNorm) p.set("eps", c.model.rms_norm_eps);
-    if (fused) p.set("flags", static_cast<int64_t>(recipe) << ir::kFlagRecipeShift);
+    if (rmsnorm) p.set("eps", c.model.rms_norm_eps);
+    if (rotates) p.set("head_dim", c.model.head_dim);
+    if (step_form) p.set("pos", int64_t{0});  // the step's position (STEP_POS)
+    const int64_t step_flags = step_form ? ir::kFlagStepPos : 0;
+    if (fused) p.set("flags", step_flags | (static_cast<int64_t>(recipe) << ir::kFlagRecipeShift));
     if (j.form == GemvForm::AddCopy) cost.bytes += ir::dtype_nbytes(c.b.buffer(j.copy).dtype, t.len);
     std::vector<ir::BufferId> out{j.out};
     if (j.form == GemvForm::AddCopy) out.push_back(j.copy);

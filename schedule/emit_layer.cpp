@@ -30,8 +30,13 @@ LayerWeights layer_weights(LowerContext& c, const std::string& P, int64_t layer)
   const int64_t H = m.hidden_size, I = m.intermediate_size;
   LayerWeights w;
   w.attn_norm = c.weight(P + ".input_layernorm", {H}, src + "input_layernorm.weight");
-  w.q = c.weight(P + ".q_proj", {m.q_dim(), H}, src + "self_attn.q_proj.weight");
-  w.k = c.weight(P + ".k_proj", {m.kv_dim(), H}, src + "self_attn.k_proj.weight");
+  if (c.fusion.rope_qkv) {  // rows in rope-pair order: the tiles rotate adjacent outputs
+    w.q = c.weight_rope_pairs(P + ".q_proj", {m.q_dim(), H}, src + "self_attn.q_proj.weight", m.head_dim);
+    w.k = c.weight_rope_pairs(P + ".k_proj", {m.kv_dim(), H}, src + "self_attn.k_proj.weight", m.head_dim);
+  } else {
+    w.q = c.weight(P + ".q_proj", {m.q_dim(), H}, src + "self_attn.q_proj.weight");
+    w.k = c.weight(P + ".k_proj", {m.kv_dim(), H}, src + "self_attn.k_proj.weight");
+  }
   w.v = c.weight(P + ".v_proj", {m.kv_dim(), H}, src + "self_attn.v_proj.weight");
   w.o = c.weight(P + ".o_proj", {H, m.q_dim()}, src + "self_attn.o_proj.weight");
   w.mlp_norm = c.weight(P + ".post_attention_layernorm", {H}, src + "post_attention_layernorm.weight");
@@ -196,6 +201,52 @@ void emit_attention_o_proj(LowerContext& c, const std::string& P, ir::BufferId q
   }
 }
 
+// o_proj's tiles (GEMV_ADD into h, in place; plain GEMV_TILE plus an ADD stage without the
+// o_residual group; GEMV_ADD_COPY with the fold). Returns the fold's copy of h (none without it).
+ir::BufferId emit_o_proj(LowerContext& c, const std::string& P, const LayerWeights& w, ir::BufferId attn,
+                         const std::function<void()>& beside) {
+  const ModelConfig& m = c.model;
+  const int64_t H = m.hidden_size;
+  GemvJob oj{P + ".o_proj", "o_proj", GemvForm::Add, attn, ir::BufferId(), w.o, c.h, m.q_dim(), H};
+  if (c.fusion.mlp_fold) {  // the MLP's input, which the fold reads while it adds into h
+    oj.form = GemvForm::AddCopy;
+    oj.copy = c.activation(P + ".h_mlp", H, ir::DType::F32);
+  }
+  if (!c.fusion.o_residual) {
+    oj.form = GemvForm::Plain;
+    oj.out = c.activation(P + ".o", H);
+  }
+  c.b.begin_stage(P + " o_proj");
+  emit_gemv_tiles(c, oj);  // first: stage_balance then gives the appends the SMs with the fewest bytes
+  beside();
+  if (!c.fusion.o_residual) {
+    c.b.begin_stage(P + " attn_residual");
+    emit_elementwise(c, ir::Opcode::Add, P + ".attn_residual", c.h, oj.out, c.h);
+    beside();
+  }
+  return oj.copy;
+}
+
+// The rope-in-qkv layer (docs/ROPE_IN_GEMV.md): the q / k / v tiles rotate q and k (W_q, W_k in
+// rope-pair order) and store k and v straight into the caches' row step.pos, so the attention
+// that follows is a plain ATTENTION_TILE over the STEP_KV window [0, pos] and the layer has no
+// append tasks. q and the cache hold rotated values in rope-pair order: q . k is unchanged, and V
+// (and so the attention's output) keeps the model's order.
+ir::BufferId emit_rope_qkv_block(LowerContext& c, const std::string& P, const LayerWeights& w, ir::BufferId q,
+                                 ir::BufferId k_cache, ir::BufferId v_cache) {
+  const ModelConfig& m = c.model;
+  const int64_t H = m.hidden_size;
+  const GemvJob jobs[] = {
+      {P + ".q_proj", "q_proj", GemvForm::RmsNormRope, c.h, w.attn_norm, w.q, q, H, m.q_dim()},
+      {P + ".k_proj", "k_proj", GemvForm::RmsNormRopeAppend, c.h, w.attn_norm, w.k, k_cache, H, m.kv_dim()},
+      {P + ".v_proj", "v_proj", GemvForm::RmsNormAppend, c.h, w.attn_norm, w.v, v_cache, H, m.kv_dim()}};
+  c.b.begin_stage(P + " qkv");
+  for (const GemvJob& j : jobs) emit_gemv_tiles(c, j);
+  const ir::BufferId attn = c.activation(P + ".attn", m.q_dim());
+  emit_attention(c, P, q, k_cache, v_cache, attn, FreshRow{});
+  return emit_o_proj(c, P, w, attn, [] {});
+}
+
 /// Returns the copy of h the o_proj tiles leave for the MLP fold (none without it).
 ir::BufferId emit_attention_block(LowerContext& c, const std::string& P, const LayerWeights& w) {
   const ModelConfig& m = c.model;
@@ -203,6 +254,7 @@ ir::BufferId emit_attention_block(LowerContext& c, const std::string& P, const L
   const ir::BufferId k_cache = c.b.add_buffer(P + ".k_cache", ir::BufferKind::KvCache, c.dtype, {c.max_seq, m.kv_dim()});
   const ir::BufferId v_cache = c.b.add_buffer(P + ".v_cache", ir::BufferKind::KvCache, c.dtype, {c.max_seq, m.kv_dim()});
   const ir::BufferId q = c.activation(P + ".q", m.q_dim());
+  if (c.fusion.rope_qkv) return emit_rope_qkv_block(c, P, w, q, k_cache, v_cache);
   const ir::BufferId k = c.activation(P + ".k", m.kv_dim());
   const ir::BufferId v = c.activation(P + ".v", m.kv_dim());
 
@@ -272,28 +324,12 @@ ir::BufferId emit_attention_block(LowerContext& c, const std::string& P, const L
     emit_attention(c, P, q_rot, k_cache, v_cache, attn, FreshRow{});
   }
 
-  GemvJob oj{P + ".o_proj", "o_proj", GemvForm::Add, attn, ir::BufferId(), w.o, c.h, m.q_dim(), H};
-  if (c.fusion.mlp_fold) {  // the MLP's input, which the fold reads while it adds into h
-    oj.form = GemvForm::AddCopy;
-    oj.copy = c.activation(P + ".h_mlp", H, ir::DType::F32);
-  }
-  if (!c.fusion.o_residual) {
-    oj.form = GemvForm::Plain;
-    oj.out = c.activation(P + ".o", H);
-  }
-  c.b.begin_stage(P + " o_proj");
-  emit_gemv_tiles(c, oj);  // first: stage_balance then gives the appends the SMs with the fewest bytes
-  next_appends();
-  if (!c.fusion.o_residual) {
-    c.b.begin_stage(P + " attn_residual");
-    emit_elementwise(c, ir::Opcode::Add, P + ".attn_residual", c.h, oj.out, c.h);
-    next_appends();
-  }
+  const ir::BufferId copy = emit_o_proj(c, P, w, attn, next_appends);
   while (!appends.empty()) {
     c.b.begin_stage(P + " kv_append");
     next_appends();
   }
-  return oj.copy;
+  return copy;
 }
 
 // One stage of RMSNORM_MLP_FOLD tasks over `h_mlp` (o_proj's copy of h), each a span of the

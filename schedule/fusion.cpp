@@ -25,13 +25,17 @@ const std::vector<KnownGroup>& known_groups() {
       {{"final_norm", "lm_head", "argmax"}, {"lm_head"}, [](FusionPlan& p) { p.final_norm_lm_head = true; }},
       {{"final_norm", "lm_head"}, {"lm_head"}, [](FusionPlan& p) { p.final_norm_lm_head = true; }},
       {{"rope", "kv_append"}, {"k_rope"}, [](FusionPlan& p) { p.rope_append = true; }},
-      {{"rope", "attention"}, {"attention"}, [](FusionPlan& p) { p.rope_attention = true; }},
+      {{"rope", "attention"}, {"attention", "q_rope"}, [](FusionPlan& p) { p.rope_attention = true; }},
       {{"rmsnorm", "gate_proj", "up_proj", "silu_mul", "down_proj", "residual_add"}, {"gate_proj", "down_proj"},
        [](FusionPlan& p) { p.mlp_fold = true; }},
       // The fused tiles take ROPE_ATTENTION's operands (q rotated in the task, row pos from k / v)
       // and end as GEMV_ADD's in-place residual tile: both groups' forms, so it claims both.
-      {{"rope", "attention", "o_proj", "residual_add"}, {"attention", "o_proj"},
+      {{"rope", "attention", "o_proj", "residual_add"}, {"attention", "o_proj", "q_rope"},
        [](FusionPlan& p) { p.attention_o_proj = p.rope_attention = p.o_residual = true; }},
+      // The q / k / v tiles do the rotation and the appends: q's rope (claimed by the groups that
+      // rotate q in the attention), k's rope and append, and the norm's and projections' group.
+      {{"rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "kv_append"}, {"q_proj", "k_rope", "q_rope"},
+       [](FusionPlan& p) { p.rope_qkv = p.attn_norm_qkv = true; }},
   };
   return groups;
 }
@@ -133,6 +137,8 @@ std::vector<std::vector<std::string>> fusion_all_groups() {
 std::vector<std::string> mlp_fold_group() {
   return {"rmsnorm", "gate_proj", "up_proj", "silu_mul", "down_proj", "residual_add"};
 }
+
+std::vector<std::string> rope_qkv_group() { return {"rmsnorm", "q_proj", "k_proj", "v_proj", "rope", "kv_append"}; }
 
 std::vector<std::string> attention_o_proj_group() { return {"rope", "attention", "o_proj", "residual_add"}; }
 

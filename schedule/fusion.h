@@ -28,6 +28,11 @@ struct FusionPlan {
   /// recomputing the whole layer's attention (docs/ATTENTION_IN_O.md), so the attention stage and its
   /// hop go. Implies rope_attention (the appends then run beside the tiles) and o_residual.
   bool attention_o_proj = false;
+  /// {rmsnorm, q_proj, k_proj, v_proj, rope, kv_append}: the q / k tiles rotate their outputs (W_q,
+  /// W_k in rope-pair order) and the k / v tiles store into the caches' row step.pos (FUSED
+  /// RMSNORM_GEMV_ROPE, _ROPE_APPEND, _APPEND; docs/ROPE_IN_GEMV.md), so the attention is a plain
+  /// ATTENTION_TILE and the layer has no append tasks. Implies attn_norm_qkv and rope_append's job.
+  bool rope_qkv = false;
 };
 
 /// Resolve the groups. An unknown group, a projection named by two groups, the MLP fold without
@@ -48,6 +53,11 @@ std::vector<std::vector<std::string>> fusion_all_groups();
 
 /// The MLP fold's group: {rmsnorm, gate_proj, up_proj, silu_mul, down_proj, residual_add}.
 std::vector<std::string> mlp_fold_group();
+
+/// The rope-in-qkv group: {rmsnorm, q_proj, k_proj, v_proj, rope, kv_append}. It replaces {rmsnorm,
+/// q_proj, k_proj, v_proj}, {rope, kv_append} and {rope, attention} (q and k arrive rotated), so it
+/// is not in fusion_all_groups(): the gpu-decode preset swaps it in (decode_preset.h, rope_in_qkv).
+std::vector<std::string> rope_qkv_group();
 
 /// The attention-in-o_proj group: {rope, attention, o_proj, residual_add}. It replaces {rope,
 /// attention} and {o_proj, residual_add} (it claims attention and o_proj), so it is not in

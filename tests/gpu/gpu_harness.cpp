@@ -10,7 +10,11 @@
 
 #include "instructions/common/dtype.h"
 #include "instructions/cpu_dispatch.h"
+#include "schedule/lower.h"
+#include "schedule/model_config.h"
+#include "schedule/schedule_config.h"
 #include "targets/gpu.h"
+#include "targets/registry.h"
 #include "vm/gpu_backends.h"
 
 namespace amk::gputest {
@@ -49,6 +53,23 @@ int device_sm_major() {
 int device_sm_count() {
   gpu::DeviceProps p{};
   return current_props(&p) ? p.multiProcessorCount : 0;
+}
+
+ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dtype, std::optional<ir::DType> weight_dtype) {
+  auto model = schedule::model_config_load(std::string(AMK_SOURCE_DIR) + "/tests/fixtures/tiny_llama/config.json");
+  REQUIRE(model.is_ok());
+  auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, device_sm_count(), 256, preset),
+                                                      "gpu-decode preset");
+  INFO(cfg.status().message());
+  REQUIRE(cfg.is_ok());
+  schedule::LowerOptions lo;
+  lo.max_seq = 256;
+  lo.dtype = dtype;
+  lo.weight_dtype = weight_dtype;
+  auto p = schedule::lower(*model, *cfg, *targets::target_find("h100"), lo);
+  INFO(p.status().message());
+  REQUIRE(p.is_ok());
+  return std::move(*p);
 }
 
 int ProgramBuilder::buffer(const std::string& name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape) {

@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "ir/program.h"
 #include "loader/loader.h"
+#include "schedule/decode_preset.h"
 #include "vm/cuda/cuda_executor.h"
 #include "vm/executor.h"
 
@@ -24,6 +27,11 @@ void require_gpu();
 int device_sm_major();
 /// Streaming multiprocessors of the current device, 0 when they cannot be read.
 int device_sm_count();
+
+/// The bundled tiny Llama (tests/fixtures/tiny_llama) lowered by the gpu-decode preset `preset` for
+/// this device's SMs: max_seq 256, activations / caches of `dtype`, weights of `weight_dtype`
+/// (nullopt: the lowering's default). REQUIREs every step.
+ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dtype, std::optional<ir::DType> weight_dtype);
 
 /// A program under construction: one counter per task, tasks on explicit workers.
 struct ProgramBuilder {

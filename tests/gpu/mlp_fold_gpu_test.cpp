@@ -28,22 +28,9 @@ namespace {
 
 /// The gpu-decode preset with the fold, lowered for this device's SMs.
 ir::Program lower_fold(ir::DType dtype, std::optional<ir::DType> weight_dtype) {
-  auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
-  REQUIRE(model.is_ok());
   schedule::DecodePreset preset;
   preset.mlp_fold = true;
-  auto cfg = schedule::schedule_config_from_json_text(
-      schedule::decode_preset_json(*model, gputest::device_sm_count(), 256, preset), "gpu-decode preset with the fold");
-  INFO(cfg.status().message());
-  REQUIRE(cfg.is_ok());
-  schedule::LowerOptions lo;
-  lo.max_seq = 256;
-  lo.dtype = dtype;
-  lo.weight_dtype = weight_dtype;
-  auto p = schedule::lower(*model, *cfg, *targets::target_find("h100"), lo);
-  INFO(p.status().message());
-  REQUIRE(p.is_ok());
-  return std::move(*p);
+  return gputest::lower_tiny_preset(preset, dtype, weight_dtype);
 }
 
 std::unique_ptr<Session> open_cuda(const ir::Program& p) {
@@ -74,12 +61,6 @@ void run_golden(Session& s, const testing::Golden& g, std::vector<std::vector<fl
   }
 }
 
-/// Sets an environment variable for one scope.
-struct ScopedEnv {
-  const char* name;
-  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~ScopedEnv() { unsetenv(name); }
-};
 
 }  // namespace
 
@@ -90,9 +71,9 @@ TEST_CASE("gpu fold: the tiny llama with the MLP fold matches transformers (fp32
   // (1 or 2 rows a chunk: a column's gate, up and down^T rows in different chunks), and off.
   for (const char* mode : {"ring", "1 KiB slots", "no ring"}) {
     const bool ring = std::string(mode) != "no ring";
-    std::unique_ptr<ScopedEnv> env;
-    if (!ring) env = std::make_unique<ScopedEnv>("AMK_RING", "0");
-    if (std::string(mode) == "1 KiB slots") env = std::make_unique<ScopedEnv>("AMK_RING_SLOT_KIB", "1");
+    std::unique_ptr<gputest::ScopedEnv> env;
+    if (!ring) env = std::make_unique<gputest::ScopedEnv>("AMK_RING", "0");
+    if (std::string(mode) == "1 KiB slots") env = std::make_unique<gputest::ScopedEnv>("AMK_RING_SLOT_KIB", "1");
     INFO((ring ? mode : "AMK_RING=0: the plain fold"));
     {
       const ir::Program p = lower_fold(ir::DType::F32, ir::DType::BF16);

@@ -10,11 +10,14 @@
 #include "ir/json.h"
 #include "ir/program_builder.h"
 #include "ir/validate.h"
+#include "ir/json_text_edit.h"
 
 using amk::Result;
 using amk::StatusCode;
+using amk::testing::check_parse_error;
 using amk::testing::count_rule;
 using amk::testing::find_rule;
+using amk::testing::parse_program_text;
 using amk::testing::ProgramBuilder;
 using Catch::Contains;
 using namespace amk::ir;
@@ -39,30 +42,13 @@ ojson stacked_program() {
 
 // stacked_program() with the value at JSON pointer `ptr` replaced by the raw JSON text `raw`.
 std::string with_value(const std::string& ptr, const std::string& raw) {
-  ojson j = stacked_program();
-  j[ojson::json_pointer(ptr)] = "@@RAW@@";
-  std::string text = j.dump();
-  text.replace(text.find("\"@@RAW@@\""), 9, raw);
-  return text;
-}
-
-Result<Program> parse(const std::string& text) {
-  std::optional<Result<Program>> r;
-  REQUIRE_NOTHROW(r.emplace(program_from_json_text(text)));
-  return std::move(*r);
-}
-
-void check_error(const std::string& text, const std::string& message) {
-  Result<Program> r = parse(text);
-  REQUIRE_FALSE(r.is_ok());
-  CHECK(r.status().message() == message);
-  CHECK(r.status().code() == StatusCode::InvalidArgument);
+  return amk::testing::with_raw_value(stacked_program(), ptr, raw);
 }
 
 }  // namespace
 
 TEST_CASE("stack json: parts read in order, transpose defaults to false, and the text round-trips", "[ir]") {
-  Result<Program> r = parse(stacked_program().dump());
+  Result<Program> r = parse_program_text(stacked_program().dump());
   REQUIRE(r.is_ok());
   const Buffer& w = r->buffers[1];
   CHECK_FALSE(w.source.has_value());
@@ -78,7 +64,7 @@ TEST_CASE("stack json: parts read in order, transpose defaults to false, and the
   CHECK(written["buffers"][1]["stack"][2] == ojson::parse(R"({"source": "down.weight", "transpose": true})"));
   CHECK(written["buffers"][1]["stack"][0]["transpose"] == false);  // written out even when false
   CHECK_FALSE(written["buffers"][0].contains("stack"));           // unstacked buffers keep their old text
-  Result<Program> again = parse(text);
+  Result<Program> again = parse_program_text(text);
   REQUIRE(again.is_ok());
   CHECK(again->buffers[1].stack == w.stack);
   CHECK(program_to_json(*again) == text);
@@ -94,36 +80,36 @@ TEST_CASE("stack json: a program without stacks writes no stack key", "[ir]") {
 }
 
 TEST_CASE("stack json: wrong types in a part name the part", "[ir]") {
-  check_error(with_value("/buffers/1/stack/1/transpose", "1"), "buffers[1].stack[1].transpose: expected a bool, got 1");
-  check_error(with_value("/buffers/1/stack/1/transpose", "\"yes\""),
+  check_parse_error(with_value("/buffers/1/stack/1/transpose", "1"), "buffers[1].stack[1].transpose: expected a bool, got 1");
+  check_parse_error(with_value("/buffers/1/stack/1/transpose", "\"yes\""),
               "buffers[1].stack[1].transpose: expected a bool, got \"yes\"");
-  check_error(with_value("/buffers/1/stack/1/transpose", "[]"),
+  check_parse_error(with_value("/buffers/1/stack/1/transpose", "[]"),
               "buffers[1].stack[1].transpose: expected a bool, got an array");
-  check_error(with_value("/buffers/1/stack/0/source", "3"), "buffers[1].stack[0].source: expected a string, got 3");
-  check_error(with_value("/buffers/1/stack/0/source", "null"), "buffers[1].stack[0].source: expected a string, got null");
-  check_error(with_value("/buffers/1/stack/2/source", "{}"),
+  check_parse_error(with_value("/buffers/1/stack/0/source", "3"), "buffers[1].stack[0].source: expected a string, got 3");
+  check_parse_error(with_value("/buffers/1/stack/0/source", "null"), "buffers[1].stack[0].source: expected a string, got null");
+  check_parse_error(with_value("/buffers/1/stack/2/source", "{}"),
               "buffers[1].stack[2].source: expected a string, got an object");
 }
 
 TEST_CASE("stack json: a part needs its source and takes no other key", "[ir]") {
-  check_error(with_value("/buffers/1/stack/1", R"({"transpose": true})"),
+  check_parse_error(with_value("/buffers/1/stack/1", R"({"transpose": true})"),
               "buffers[1].stack[1]: missing required key \"source\"");
-  check_error(with_value("/buffers/1/stack/2", R"({"source": "d", "transposed": true})"),
+  check_parse_error(with_value("/buffers/1/stack/2", R"({"source": "d", "transposed": true})"),
               "buffers[1].stack[2].transposed: unknown key (a stack part has \"source\" and \"transpose\")");
-  check_error(with_value("/buffers/1/stack/0", R"({"source": "a", "source": "b"})"),
+  check_parse_error(with_value("/buffers/1/stack/0", R"({"source": "a", "source": "b"})"),
               "buffers[1].stack[0].source: duplicate key");
 }
 
 TEST_CASE("stack json: the stack must be a non-empty array of part objects", "[ir]") {
   const std::string want = "a non-empty array of {\"source\", \"transpose\"} objects";
-  check_error(with_value("/buffers/1/stack", "[]"), "buffers[1].stack: expected " + want + ", got an empty array");
-  check_error(with_value("/buffers/1/stack", "{}"), "buffers[1].stack: expected " + want + ", got an object");
-  check_error(with_value("/buffers/1/stack", "\"gate.weight\""),
+  check_parse_error(with_value("/buffers/1/stack", "[]"), "buffers[1].stack: expected " + want + ", got an empty array");
+  check_parse_error(with_value("/buffers/1/stack", "{}"), "buffers[1].stack: expected " + want + ", got an object");
+  check_parse_error(with_value("/buffers/1/stack", "\"gate.weight\""),
               "buffers[1].stack: expected " + want + ", got \"gate.weight\"");
-  check_error(with_value("/buffers/1/stack", "null"), "buffers[1].stack: expected " + want + ", got null");
-  check_error(with_value("/buffers/1/stack/1", "\"up.weight\""),
+  check_parse_error(with_value("/buffers/1/stack", "null"), "buffers[1].stack: expected " + want + ", got null");
+  check_parse_error(with_value("/buffers/1/stack/1", "\"up.weight\""),
               "buffers[1].stack[1]: expected a {\"source\", \"transpose\"} object, got \"up.weight\"");
-  check_error(with_value("/buffers/1/stack/0", "[\"gate.weight\"]"),
+  check_parse_error(with_value("/buffers/1/stack/0", "[\"gate.weight\"]"),
               "buffers[1].stack[0]: expected a {\"source\", \"transpose\"} object, got an array");
 }
 
@@ -132,26 +118,26 @@ TEST_CASE("stack json: source and stack together, and a stack on a non-weight bu
       "buffers[1]: \"source\" and \"stack\" are both set; a stacked buffer takes its tensors from \"stack\" alone "
       "(\"source\": null)";
   // The keys may come in either order: the check waits for the whole buffer object.
-  check_error(with_value("/buffers/1/source", "\"w.weight\""), both);
+  check_parse_error(with_value("/buffers/1/source", "\"w.weight\""), both);
   ojson j = stacked_program();
   ojson first = ojson::object();
   first["source"] = "w.weight";
   const ojson& stacked = j["buffers"][1];
   for (auto it = stacked.begin(); it != stacked.end(); ++it) first[it.key()] = it.value();
   j["buffers"][1] = first;
-  check_error(j.dump(), both);
+  check_parse_error(j.dump(), both);
   // "source": null next to a stack is how the writer spells it, so it reads back.
-  CHECK(parse(with_value("/buffers/1/source", "null")).is_ok());
+  CHECK(parse_program_text(with_value("/buffers/1/source", "null")).is_ok());
 
-  check_error(with_value("/buffers/1/kind", "\"ACTIVATION\""),
+  check_parse_error(with_value("/buffers/1/kind", "\"ACTIVATION\""),
               "buffers[1].stack: only a WEIGHT or CONST buffer may be stacked, this one is ACTIVATION");
-  CHECK(parse(with_value("/buffers/1/kind", "\"CONST\"")).is_ok());
+  CHECK(parse_program_text(with_value("/buffers/1/kind", "\"CONST\"")).is_ok());
 }
 
 TEST_CASE("json read: a buffer field given an array is a type error, not a shape", "[ir]") {
   // Before stacks, any array-valued buffer field was read as the shape.
-  check_error(with_value("/buffers/0/name", "[3]"), "buffers[0].name: expected a string, got an array");
-  check_error(with_value("/buffers/0/source", "[]"), "buffers[0].source: expected a string or null, got an array");
+  check_parse_error(with_value("/buffers/0/name", "[3]"), "buffers[0].name: expected a string, got an array");
+  check_parse_error(with_value("/buffers/0/source", "[]"), "buffers[0].source: expected a string or null, got an array");
 }
 
 namespace {

@@ -62,13 +62,14 @@ class CublasAdapter final : public DecodeBaseline {
   std::unique_ptr<CublasGraphBaseline> b_;
 };
 
-/// source name -> device pointer of that WEIGHT/CONST buffer. Stacked buffers are not listed: the
-/// baseline's kernels read each tensor as its own contiguous matrix.
+/// source name -> device pointer of that WEIGHT/CONST buffer. Stacked and row-permuted buffers are
+/// not listed: the baseline's kernels read each tensor as its own contiguous matrix in the model's
+/// row order.
 std::map<std::string, const void*> device_sources(const ir::Program& program, const vm::Executor& exec) {
   std::map<std::string, const void*> out;
   for (size_t i = 0; i < program.buffers.size(); ++i) {
     const ir::Buffer& b = program.buffers[i];
-    if (b.source) out[*b.source] = vm::gpu_device_buffer(exec, static_cast<int32_t>(i));
+    if (b.source && b.rope_pairs == 0) out[*b.source] = vm::gpu_device_buffer(exec, static_cast<int32_t>(i));
   }
   return out;
 }
@@ -98,12 +99,25 @@ Result<std::unique_ptr<DecodeBaseline>> make_baseline(const std::string& name, c
     for (size_t p = 0; p < program.buffers[i].stack.size(); ++p)
       stacked_in.emplace(program.buffers[i].stack[p].source,
                          StackedPart{i, static_cast<int64_t>(p), program.buffers[i].stack[p].transpose});
+  // A tensor held in rope-pair row order (the rope-in-qkv program's W_q, W_k) gets a copy in the
+  // model's order, from amk's own buffer.
+  std::map<std::string, size_t> permuted_in;
+  for (size_t i = 0; i < program.buffers.size(); ++i)
+    if (program.buffers[i].source && program.buffers[i].rope_pairs != 0) permuted_in.emplace(*program.buffers[i].source, i);
   auto copies = std::make_unique<DestackedWeights>();
   std::string missing;
   Status copy_error = Status::ok();
   const auto need = [&](const std::string& key) -> const void* {
     const auto it = src.find(key);
     if (it != src.end() && it->second != nullptr) return it->second;
+    const auto pe = permuted_in.find(key);
+    if (pe != permuted_in.end() && copy_error) {
+      const ir::Buffer& b = program.buffers[pe->second];
+      const void* out = nullptr;
+      copy_error = copies->unpermuted(vm::gpu_device_buffer(exec, static_cast<int32_t>(pe->second)), b.shape[0],
+                                      b.shape[1], b.rope_pairs, &out);
+      if (copy_error) return out;
+    }
     const auto st = stacked_in.find(key);
     if (st != stacked_in.end() && copy_error) {
       const ir::Buffer& b = program.buffers[st->second.buffer];

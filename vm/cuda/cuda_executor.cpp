@@ -267,6 +267,7 @@ class CudaExecutor final : public Executor {
   Status choose_launch_shape(const GpuOptions& options) {
     const amk_program_t& prog = image_.view();
     bool has_fold = false, has_attention_row = false;
+    int32_t step_gemv = -1;  // the first FUSED recipe 10-12, if any
     int64_t want = 4096;  // floats: 16 KiB floor
     const int64_t warps = instructions::kComputeWarps;  // the warps that run micro-kernels
     for (int32_t t = 0; t < prog.n_instructions; ++t) {
@@ -291,6 +292,8 @@ class CudaExecutor final : public Executor {
         const int64_t halves = instructions::attention_smem_floats(hd, warps) + instructions::attention_gemv_tail_floats(in.params);
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(streamed, halves)), 8));
       }
+      if (in.op == AMK_OP_FUSED && instructions::recipe_is_step_gemv(instructions::fused_recipe(in)) && step_gemv < 0)
+        step_gemv = t;
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
@@ -301,7 +304,18 @@ class CudaExecutor final : public Executor {
     // The fold kernel only for programs with folds, the attention kernel for every program with
     // ATTENTION_GEMV_ADD (only it runs that recipe; its folds then run the plain path): the default
     // one runs every other program faster (persistent_kernel.h, KernelEntry).
-    kernel_ = has_attention_row ? gpuvm::attention_kernel() : has_fold ? gpuvm::fold_kernel() : gpuvm::default_kernel();
+    // The rope kernel for programs with step-position GEMVs (the fold kernel runs them too).
+    kernel_ = has_attention_row ? gpuvm::attention_kernel()
+              : has_fold        ? gpuvm::fold_kernel()
+              : step_gemv >= 0  ? gpuvm::step_gemv_kernel()
+                                : gpuvm::default_kernel();
+    // The CUDA attention kernel runs no step-position GEMV (persistent_kernel.cu, kStepGemvStream;
+    // no lowering puts the two together): refused here rather than as BAD_PARAMS mid-launch.
+    if (has_attention_row && step_gemv >= 0 && !kernel_.streams_step_gemv)
+      return Status(StatusCode::Unsupported,
+                    "instruction " + std::to_string(step_gemv) +
+                        ": FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND cannot run in a program with FUSED "
+                        "ATTENTION_GEMV_ADD on CUDA (the attention kernel has no step-position GEMVs)");
     KernelResources res;
     Status s = kernel_.resources(0, &res);
     if (!s) return s;
@@ -463,14 +477,20 @@ class CudaExecutor final : public Executor {
     instructions::GemvPlan plan;
     if (instructions::decode_gemv_plan(view, inst, &plan) != AMK_DEVERR_NONE) return false;
     if (plan.fold && !kernel_.streams_folds) return false;  // the fold kernel's (or a -DAMK_FOLD_STREAM build's)
+    if ((plan.step.inv_freq != nullptr || plan.step.cache != nullptr) && !kernel_.streams_step_gemv) return false;
     if (plan.prologue == instructions::kGemvAttention) {  // ATTENTION_GEMV_ADD: x made in the work area
       if (!kernel_.streams_attention || instructions::attention_row_floats(plan.attn) > x_floats) return false;
       plan.attn.step = args_.prog.step;  // the device's step block (set before the blobs are made)
     }
     // The fold's chunks hold whole triples; one that does not ride the ring runs mlp_fold_run.
-    const int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
+    int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
                                                                              instructions::kComputeThreads)
                                     : instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
+    // A rotating tile's chunks hold whole rope pairs: an even row count (check_streamed's rule).
+    if (plan.step.inv_freq != nullptr && chunk > 0) {
+      const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
+      chunk = chunk / row_bytes / 2 * 2 * row_bytes;
+    }
     const void* src = nullptr;
     uint64_t bytes = 0;
     instructions::gemv_weight_range(plan.mm, &src, &bytes);

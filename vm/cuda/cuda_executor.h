@@ -52,8 +52,9 @@ struct GpuKernelReport {
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
   bool fold_streams = false;  ///< RMSNORM_MLP_FOLD tasks may ride it (the fold kernel, on sm_90)
-  /// Which persistent kernel runs the program (persistent_kernel.h, KernelEntry): "fold" for
-  /// programs with RMSNORM_MLP_FOLD tasks, "default" otherwise.
+  /// Which persistent kernel runs the program (persistent_kernel.h, KernelEntry): "attention" for
+  /// programs with ATTENTION_GEMV_ADD, "fold" for those with RMSNORM_MLP_FOLD tasks, "rope" for
+  /// those with step-position GEMVs (FUSED recipes 10-12), "default" otherwise.
   std::string kernel = "default";
   int task_blob_bytes = 0;                  ///< host-decoded operands per queue slot (task_blob.h)
   /// One line for logs.

@@ -35,6 +35,21 @@
 // size no longer decides how many bytes are in flight. Tasks whose weights do not fit the stream
 // (odd layouts, batch > 1, rows longer than a slot) load them from global memory as before, with
 // an L2 prefetch (args.prefetch_depth > 0) issued by the loader when it stages them, if the ring is off.
+
+// The step-position GEMVs (FUSED recipes 10-12, docs/ROPE_IN_GEMV.md): their rotating epilogue in
+// the weight stream's chunk loop and their plain path cost every other program 1-2% through
+// ptxas' allocation of the default kernel, though its spill counts did not move
+// (docs/PERFORMANCE.md row 185). So they run in a kernel of their own,
+// vm/cuda/persistent_kernel_rope.cu (step_gemv_kernel(): AMK_STEP_GEMV_KERNEL_TU), and in the fold
+// kernel (a fold program may have them too); the default and attention kernels compile them out
+// (AMK_NO_STEP_STREAM: BAD_PARAMS there, and the executor never gives them such a program).
+// HIP's only kernel has their plain path. Defined before any include: instructions/fused.h and
+// gemv_like.h leave the recipes' device decode out of the kernels without them.
+#if !defined(AMK_STEP_GEMV_KERNEL_TU) && !defined(AMK_FOLD_KERNEL_TU) && !defined(AMK_USE_HIP) && \
+    !defined(AMK_NO_STEP_STREAM)
+#define AMK_NO_STEP_STREAM 1
+#endif  // the default and attention kernels
+
 #include "vm/cuda/persistent_kernel.h"
 
 // -DAMK_FOLD_STREAM: RMSNORM_MLP_FOLD tasks ride the weight stream (mlp_fold_streamed, below).
@@ -60,6 +75,7 @@
 #if defined(AMK_ATTENTION_ROW_LINK) || defined(AMK_USE_HIP)
 #define AMK_ATTENTION_GEMV_ON_DEVICE 1
 #endif  // AMK_ATTENTION_ROW_LINK || AMK_USE_HIP
+
 
 #include "instructions/device_dispatch.cuh"
 #include "instructions/attention_row.cuh"
@@ -250,6 +266,12 @@ inline constexpr bool kFoldStream = true;
 #else
 inline constexpr bool kFoldStream = false;
 #endif  // AMK_FOLD_STREAM_LINK
+// Whether this kernel runs the step-position GEMVs (above), on the weight stream where it has one.
+#ifdef AMK_NO_STEP_STREAM
+inline constexpr bool kStepGemvStream = false;
+#else
+inline constexpr bool kStepGemvStream = true;
+#endif  // AMK_NO_STEP_STREAM
 #ifdef AMK_ATTENTION_ROW_LINK
 inline constexpr bool kAttentionRowStream = instructions::kStreamsAttention;
 #else
@@ -421,12 +443,30 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 #else
   if (plan.prologue == instructions::kGemvAttention) return;  // only attention_kernel() stages it
 #endif  // AMK_ATTENTION_ROW_LINK
+  // A rotating plan's chunks hold whole rope pairs (gemv_stream_store_rotated).
+#ifdef AMK_NO_STEP_STREAM
+  if (plan.step.inv_freq != nullptr || plan.step.cache != nullptr) return;  // the host keeps them off this kernel's ring
+#else
+  if (plan.step.inv_freq != nullptr &&
+      (rows_per_chunk % 2 != 0 || plan.mm.n_begin % 2 != 0 || (plan.mm.n_end - plan.mm.n_begin) % 2 != 0))
+    return;
+#endif  // AMK_NO_STEP_STREAM
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
       !instructions::gemv_stream_split_ok(plan.split_full, rows_per_chunk, ch.row_vecs, instructions::kStreamPartials) ||
       !instructions::gemv_stream_split_ok(plan.split_last, ch.last_rows, ch.row_vecs, instructions::kStreamPartials))
     return;
   slot.rows_per_chunk = static_cast<int32_t>(rows_per_chunk);
   slot.stream_rc = AMK_DEVERR_NONE;
+}
+
+/// The step's position bound into the staged plan of a streamed FUSED recipe 10-12 (its rotation
+/// angle, and the cache row an append writes): a bind error becomes the task's stream_rc. After
+/// check_streamed, on the same thread. Nothing for any other plan.
+__device__ void bind_streamed_step(const amk_program_t& p, TaskSlot& slot) {
+  if constexpr (!kStepGemvStream) return;  // check_streamed refused them
+  auto& plan = slot.args<instructions::GemvPlan>();
+  if (slot.stream_rc != AMK_DEVERR_NONE || (plan.step.inv_freq == nullptr && plan.step.cache == nullptr)) return;
+  slot.stream_rc = instructions::bind_step_gemv(p, slot.inst, &plan.step, &plan.mm.y);
 }
 
 #ifdef AMK_FOLD_STREAM_LINK
@@ -708,6 +748,7 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
         if (slot.entry.chunk_bytes > 0) ld.chunks_staged += (slot.entry.bytes + slot.entry.chunk_bytes - 1) / slot.entry.chunk_bytes;
 #endif  // AMK_FOLD_STREAM_LINK
         check_streamed(args, slot);
+        bind_streamed_step(s.prog, slot);
       }
 #endif  // AMK_HAVE_BULK_COPY
       if constexpr (kPrebind) prebind_task(s.prog, slot);  // returns at once for a blob of another Args
@@ -873,7 +914,10 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
       int32_t before = consumed;
       if (slot.entry.bytes > 0) {  // the host made this task's blob a GemvPlan (upload_task_blobs)
 #ifdef AMK_CHECK_STREAM_AT_RUN  // A/B: the compute warps check the task themselves, at its head
-        if (threadIdx.x == 0) check_streamed(args, slot);
+        if (threadIdx.x == 0) {
+          check_streamed(args, slot);
+          bind_streamed_step(p, slot);
+        }
         instructions::compute_barrier();
 #endif  // AMK_CHECK_STREAM_AT_RUN
         const instructions::GemvPlan& plan = slot.args<instructions::GemvPlan>();
@@ -1013,23 +1057,33 @@ Status kernel_launch(const KernelArgs& args, int workers, size_t dyn_smem, gpu::
 }  // namespace AMK_KERNEL_TU_NS
 
 KernelEntry fold_kernel() {
-  return KernelEntry{"fold", &fold_tu::kernel_resources, &fold_tu::kernel_launch, kFoldStream, kAttentionRowStream};
+  return KernelEntry{"fold", &fold_tu::kernel_resources, &fold_tu::kernel_launch, kFoldStream, kAttentionRowStream,
+                     kStepGemvStream};
 }
 #elif defined(AMK_ATTENTION_KERNEL_TU)
 }  // namespace AMK_KERNEL_TU_NS
 
 KernelEntry attention_kernel() {
-  return KernelEntry{"attention", &attn_tu::kernel_resources, &attn_tu::kernel_launch, kFoldStream, kAttentionRowStream};
+  return KernelEntry{"attention", &attn_tu::kernel_resources, &attn_tu::kernel_launch, kFoldStream, kAttentionRowStream,
+                     kStepGemvStream};
+}
+#elif defined(AMK_STEP_GEMV_KERNEL_TU)
+}  // namespace AMK_KERNEL_TU_NS
+
+KernelEntry step_gemv_kernel() {
+  return KernelEntry{"rope", &rope_tu::kernel_resources, &rope_tu::kernel_launch, kFoldStream, kAttentionRowStream,
+                     kStepGemvStream};
 }
 #else
 KernelEntry default_kernel() {
-  return KernelEntry{"default", &kernel_resources, &kernel_launch, kFoldStream, kAttentionRowStream};
+  return KernelEntry{"default", &kernel_resources, &kernel_launch, kFoldStream, kAttentionRowStream, kStepGemvStream};
 }
 #ifdef AMK_USE_HIP  // no fold or attention kernel (their links are CUDA only)
 KernelEntry fold_kernel() { return default_kernel(); }
 KernelEntry attention_kernel() { return default_kernel(); }
+KernelEntry step_gemv_kernel() { return default_kernel(); }
 #endif  // AMK_USE_HIP
-#endif  // AMK_FOLD_KERNEL_TU, AMK_ATTENTION_KERNEL_TU
+#endif  // AMK_FOLD_KERNEL_TU, AMK_ATTENTION_KERNEL_TU, AMK_STEP_GEMV_KERNEL_TU
 
 }  // namespace AMK_GPU_VENDOR_NS
 }  // namespace amk::vm::gpuvm

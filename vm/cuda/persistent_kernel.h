@@ -114,7 +114,7 @@ struct KernelResources {
 /// (docs/PERFORMANCE.md rows 140, 160): the executor launches the fold kernel only for programs
 /// that have folds, so no other program pays for them.
 struct KernelEntry {
-  const char* name;  ///< "default", "fold" or "attention", for reports
+  const char* name;  ///< "default", "fold", "attention" or "rope", for reports
   /// Raise the kernel's dynamic shared-memory limit to `dyn_smem` and report its resources.
   Status (*resources)(size_t dyn_smem, KernelResources* out);
   /// Cooperative launch of `workers` blocks on `stream`.
@@ -125,6 +125,9 @@ struct KernelEntry {
   /// Whether its FUSED ATTENTION_GEMV_ADD tasks may ride the weight stream (else they run their
   /// halves off the ring, fused_run).
   bool streams_attention;
+  /// Whether it runs the step-position GEMVs (FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND),
+  /// on the weight stream where it has one: the rope and fold kernels (and HIP's only kernel).
+  bool streams_step_gemv;
 };
 
 /// The kernel every program without folds runs. It streams folds only in a build whose CUDA
@@ -139,6 +142,10 @@ KernelEntry fold_kernel();
 /// streams them (vm/cuda/persistent_kernel_attn.cu) or runs their halves; its folds run the plain
 /// path. HIP builds have none: default_kernel(), which runs their halves.
 KernelEntry attention_kernel();
+
+/// The kernel for programs with step-position GEMVs and no folds (vm/cuda/persistent_kernel_rope.cu):
+/// the only kernel besides the fold kernel that runs them. HIP builds have none: default_kernel().
+KernelEntry step_gemv_kernel();
 
 /// Cooperative launch of an empty kernel with the persistent kernel's geometry (block size,
 /// `workers` blocks, `dyn_smem` bytes of dynamic shared memory): the floor under every launch.
