@@ -116,8 +116,8 @@ AMK_HD int32_t bind_step_gemv(const amk_program_t& p, const amk_instruction_t& i
 /// host (the CPU VM, the numerics oracle) takes std::sin / std::cos. The device reduces the angle to
 /// [-pi, pi] with a two-part 2 pi (6.28125 holds 8 bits, so k * 6.28125 is exact for k < 2^16) and
 /// takes the hardware's __sinf / __cosf there, whose absolute error is below 1e-6: far inside a
-/// bf16 output's rounding, and without cosf's slow path, whose local-memory frame and code in the
-/// weight stream's chunk loop cost every streamed GEMV ~1% (docs/PERFORMANCE.md row 185).
+/// bf16 output's rounding, and without cosf's slow path, which put a local-memory frame and its
+/// code into the weight stream's chunk loop (docs/PERFORMANCE.md row 185).
 AMK_HD void rope_sincos(float ang, float* s, float* c) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
   const float k = rintf(ang * 0.15915494309189535f);  // ang / (2 pi)
@@ -142,7 +142,7 @@ AMK_HD void step_gemv_rotate(const StepGemv& st, int64_t n, float* a, float* b) 
   *b = x1 * c + x0 * s;
 }
 
-/// The GEMV recipes (1-4, 8). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
+/// The GEMV recipes (1-4, 8, and 10-12 without their step: bind_fused_step). BAD_PARAMS for any other recipe (ROPE_APPEND decodes into its own
 /// RopeAppendArgs, ROPE_ATTENTION into AttentionTileArgs, ATTENTION_GEMV_ADD splits:
 /// attention_gemv.h), the wrong input count, or operands that do not fit the tile (as GEMV_TILE;
 /// norm_w has K elements, up matches gate, residual is [rows, N_out]).

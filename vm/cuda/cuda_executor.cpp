@@ -484,8 +484,8 @@ class CudaExecutor final : public Executor {
     }
     // The fold's chunks hold whole triples; one that does not ride the ring runs mlp_fold_run.
     int64_t chunk = plan.fold ? instructions::fold_stream_chunk_bytes(plan, ring_slot_bytes_, x_floats,
-                                                                             instructions::kComputeThreads)
-                                    : instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
+                                                                       instructions::kComputeThreads)
+                              : instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
     // A rotating tile's chunks hold whole rope pairs: an even row count (check_streamed's rule).
     if (plan.step.inv_freq != nullptr && chunk > 0) {
       const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
