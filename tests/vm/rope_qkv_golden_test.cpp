@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "golden_session.h"
 #include "schedule/fusion.h"
@@ -18,15 +20,18 @@ using namespace amk;
 
 namespace {
 
-// Every fusion group, with the rope-in-qkv group in place of the three it replaces.
-ir::ScheduleConfig rope_qkv_config() {
+bool has(const std::vector<std::string>& g, const char* op) { return std::find(g.begin(), g.end(), op) != g.end(); }
+
+// Every fusion group, with the rope-in-qkv group in place of the three it replaces (and with the
+// MLP fold in place of the two MLP groups when `fold`).
+ir::ScheduleConfig rope_qkv_config(bool fold) {
   ir::ScheduleConfig c;
   for (const auto& g : schedule::fusion_all_groups()) {
-    const bool qkv = std::find(g.begin(), g.end(), "q_proj") != g.end();
-    const bool rope = std::find(g.begin(), g.end(), "rope") != g.end();
-    if (!qkv && !rope) c.fusion_grouping.push_back(g);
+    const bool mlp = has(g, "gate_proj") || has(g, "down_proj");
+    if (!has(g, "q_proj") && !has(g, "rope") && !(fold && mlp)) c.fusion_grouping.push_back(g);
   }
   c.fusion_grouping.push_back(schedule::rope_qkv_group());
+  if (fold) c.fusion_grouping.push_back(schedule::mlp_fold_group());
   c.tiling["q_proj"]["N_tile"] = 24;  // tiles that end inside a head (head_dim 32)
   c.tiling["k_proj"]["N_tile"] = 16;
   c.tiling["v_proj"]["N_tile"] = 15;  // v is not rotated: any tile
@@ -39,7 +44,9 @@ TEST_CASE("session: the tiny llama with rope in the q / k GEMVs matches transfor
           "[vm][golden][rope]") {
   const auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
   REQUIRE(model.is_ok());
-  auto program = schedule::lower(*model, rope_qkv_config(), *targets::target_find("cpu"),
+  const bool fold = GENERATE(false, true);  // the fold kernel runs the recipes on CUDA too
+  INFO((fold ? "with the MLP fold" : "without the MLP fold"));
+  auto program = schedule::lower(*model, rope_qkv_config(fold), *targets::target_find("cpu"),
                                  schedule::LowerOptions{256, ir::DType::F32, ir::DType::BF16});
   INFO(program.status().message());
   REQUIRE(program.is_ok());
