@@ -4,6 +4,15 @@
 #pragma once
 #include <math.h>
 
+/// 1 where the step-position GEMVs (recipes 10-12) are decoded: the host, and the device code of
+/// the kernels that run them (vm/cuda/persistent_kernel.cu: AMK_NO_STEP_STREAM marks the others,
+/// whose loader inlines this decode into its per-task work).
+#if defined(AMK_NO_STEP_STREAM) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__))
+#define AMK_STEP_GEMV_DECODE 0
+#else
+#define AMK_STEP_GEMV_DECODE 1
+#endif  // AMK_NO_STEP_STREAM, device pass
+
 #include "instructions/common/matmul.h"
 
 namespace amk::instructions {
@@ -40,7 +49,7 @@ AMK_HD bool recipe_is_step_gemv(int32_t recipe) {
 
 /// Whether a GEMV recipe's x is rmsnorm(x) * norm_w (RMSNORM_GEMV and the step-position GEMVs).
 AMK_HD bool recipe_is_rmsnorm_gemv(int32_t recipe) {
-#if defined(AMK_NO_STEP_STREAM) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__))
+#if !AMK_STEP_GEMV_DECODE
   return recipe == kRecipeRmsNormGemv;  // a kernel without the step-position GEMVs (decode_fused)
 #else
   return recipe == kRecipeRmsNormGemv || recipe_is_step_gemv(recipe);
@@ -151,7 +160,7 @@ AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& ins
   int32_t w_index = 1, n_in = 3, n_out = 1;
   switch (a->recipe) {
     case kRecipeGemvAdd: a->has_residual = true; break;
-#if !(defined(AMK_NO_STEP_STREAM) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)))
+#if AMK_STEP_GEMV_DECODE
     // Not in the device code of a kernel without them (vm/cuda/persistent_kernel.cu): there this
     // decode is inlined into the loader's per-task work, and they are BAD_PARAMS anyway.
     case kRecipeRmsNormGemvRope:
@@ -169,7 +178,7 @@ AMK_HD int32_t decode_fused(const amk_program_t& p, const amk_instruction_t& ins
   AMK_TRY_DEV(bind_input(p, inst, 0, &x));
   AMK_TRY_DEV(bind_input(p, inst, w_index, &w));
   AMK_TRY_DEV(bind_output(p, inst, 0, &y));
-#if !(defined(AMK_NO_STEP_STREAM) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)))
+#if AMK_STEP_GEMV_DECODE
   if (recipe_is_step_gemv(a->recipe)) AMK_TRY_DEV(decode_step_gemv_static(p, inst, a->recipe, &y, &a->step));
 #endif  // a kernel with the step-position GEMVs, or the host
   const amk_params_t& pr = inst.params;

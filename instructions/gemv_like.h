@@ -223,7 +223,7 @@ AMK_HD int32_t decode_gemv_plan(const amk_program_t& p, const amk_instruction_t&
     plan->has_copy = a.has_copy;
     plan->has_bias = false;
     plan->eps = a.eps;
-#if !(defined(AMK_NO_STEP_STREAM) && (defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)))
+#if AMK_STEP_GEMV_DECODE
     plan->step = a.step;  // (decode_fused leaves it zero in a kernel without step-position GEMVs)
 #endif  // a kernel with the step-position GEMVs, or the host
     return AMK_DEVERR_NONE;
