@@ -39,6 +39,28 @@ bool env_is(const char* name, const char* value) {
   return env != nullptr && std::strcmp(env, value) == 0;
 }
 
+/// AMK_KERNEL's choice: the named kernel, if it runs every recipe the program has (only the
+/// attention kernel runs ATTENTION_GEMV_ADD; only the rope and fold kernels the step-position
+/// GEMVs). Folds run on every kernel (the plain path where it does not stream them).
+Status force_kernel(const char* name, bool has_attention_row, bool has_step_gemv, gpuvm::KernelEntry* kernel) {
+  const gpuvm::KernelEntry choices[] = {gpuvm::default_kernel(), gpuvm::fold_kernel(), gpuvm::attention_kernel(),
+                                        gpuvm::step_gemv_kernel()};
+  const std::string wanted = name;
+  for (const gpuvm::KernelEntry& k : choices) {
+    if (wanted != k.name) continue;
+    // HIP's four entries are all its one kernel ("default"), which runs every recipe.
+    if (has_attention_row && std::strcmp(k.name, gpuvm::attention_kernel().name) != 0)
+      return Status(StatusCode::Unsupported, "AMK_KERNEL=" + wanted + ": that kernel has no FUSED ATTENTION_GEMV_ADD");
+    if (has_step_gemv && !k.streams_step_gemv)
+      return Status(StatusCode::Unsupported,
+                    "AMK_KERNEL=" + wanted + ": that kernel has no FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND");
+    *kernel = k;
+    return Status::ok();
+  }
+  return Status(StatusCode::InvalidArgument,
+                "AMK_KERNEL=" + wanted + ": not a kernel of this build (default, fold, attention, rope)");
+}
+
 /// Host mirror of the per-launch block the device reads first: [step | error | progress...].
 struct StageHeader {
   amk_step_t step;
@@ -309,6 +331,13 @@ class CudaExecutor final : public Executor {
               : has_fold        ? gpuvm::fold_kernel()
               : step_gemv >= 0  ? gpuvm::step_gemv_kernel()
                                 : gpuvm::default_kernel();
+    // AMK_KERNEL=NAME (a measuring knob): run the program on another kernel, to time a kernel's
+    // code apart from the schedule (docs/PERFORMANCE.md row 187). Refused where that kernel lacks
+    // a path the program needs, so a wrong setting fails at load instead of mid-launch.
+    if (const char* env = std::getenv("AMK_KERNEL"); env != nullptr && *env != '\0') {
+      Status forced = force_kernel(env, has_attention_row, step_gemv >= 0, &kernel_);
+      if (!forced) return forced;
+    }
     // The CUDA attention kernel runs no step-position GEMV (persistent_kernel.cu, kStepGemvStream;
     // no lowering puts the two together): refused here rather than as BAD_PARAMS mid-launch.
     if (has_attention_row && step_gemv >= 0 && !kernel_.streams_step_gemv)
