@@ -15,7 +15,9 @@
 #include "schedule/schedule_config.h"
 #include "targets/gpu.h"
 #include "targets/registry.h"
+#include "vm/golden_fixture.h"
 #include "vm/gpu_backends.h"
+#include "vm/session.h"
 
 namespace amk::gputest {
 
@@ -70,6 +72,32 @@ ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dt
   INFO(p.status().message());
   REQUIRE(p.is_ok());
   return std::move(*p);
+}
+
+void check_gpu_equals_cpu_random(const ir::Program& p, uint64_t seed, int32_t first_token, int steps, double tol) {
+  std::unique_ptr<Session> sessions[2];
+  const Backend backends[2] = {Backend::Cuda, Backend::Cpu};
+  for (int i = 0; i < 2; ++i) {
+    SessionOptions o;
+    o.random_weights_seed = seed;
+    o.backend = backends[i];
+    auto s = Session::create(p, o);
+    INFO(s.status().message());
+    REQUIRE(s.is_ok());
+    sessions[i] = std::move(*s);
+  }
+  int32_t token = first_token;
+  for (int step = 0; step < steps; ++step) {
+    auto a = sessions[0]->step(token);
+    auto b = sessions[1]->step(token);
+    REQUIRE(a.is_ok());
+    REQUIRE(b.is_ok());
+    const double err = testing::relative_error(a->logits, b->logits.data(), b->logits.size());
+    INFO("step " << step << " relative error " << err);
+    CHECK(err <= tol);
+    CHECK(a->token == b->token);
+    token = b->token;
+  }
 }
 
 int ProgramBuilder::buffer(const std::string& name, ir::BufferKind kind, ir::DType dtype, std::vector<int64_t> shape) {

@@ -33,6 +33,11 @@ int device_sm_count();
 /// (nullopt: the lowering's default). REQUIREs every step.
 ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dtype, std::optional<ir::DType> weight_dtype);
 
+/// `p` on the CUDA VM and on the CPU VM, both with seeded random weights (`seed`), fed the CPU's
+/// greedy tokens from `first_token` for `steps` steps: every step's logits within `tol` (relative)
+/// and the same token. REQUIREs every step.
+void check_gpu_equals_cpu_random(const ir::Program& p, uint64_t seed, int32_t first_token, int steps, double tol);
+
 /// A program under construction: one counter per task, tasks on explicit workers.
 struct ProgramBuilder {
   ir::Program p;

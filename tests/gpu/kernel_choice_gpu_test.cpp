@@ -6,7 +6,6 @@
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 
-#include <memory>
 #include <string>
 
 #include "gpu_harness.h"
@@ -19,16 +18,6 @@
 using namespace amk;
 
 namespace {
-
-std::unique_ptr<Session> open_random(const ir::Program& p, Backend backend) {
-  SessionOptions o;
-  o.random_weights_seed = 11;
-  o.backend = backend;
-  auto s = Session::create(p, o);
-  INFO(s.status().message());
-  REQUIRE(s.is_ok());
-  return std::move(*s);
-}
 
 // make_cuda_executor's status for `p` (random weights) under the environment as it is.
 Status executor_status(const ir::Program& p, std::string* kernel) {
@@ -58,20 +47,7 @@ TEST_CASE("gpu AMK_KERNEL: the default schedule on every kernel equals the CPU V
     INFO(s.message());
     REQUIRE(s.is_ok());
     CHECK(kernel == name);
-    auto gpu = open_random(p, Backend::Cuda);
-    auto cpu = open_random(p, Backend::Cpu);
-    int32_t token = g.prompt.front();
-    for (int step = 0; step < 8; ++step) {
-      auto a = gpu->step(token);
-      auto b = cpu->step(token);
-      REQUIRE(a.is_ok());
-      REQUIRE(b.is_ok());
-      const double err = testing::relative_error(a->logits, b->logits.data(), b->logits.size());
-      INFO("step " << step << " relative error " << err);
-      CHECK(err <= 1e-4);
-      CHECK(a->token == b->token);
-      token = b->token;
-    }
+    gputest::check_gpu_equals_cpu_random(p, 11, g.prompt.front(), 8, 1e-4);
   }
 }
 

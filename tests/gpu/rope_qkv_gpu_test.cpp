@@ -59,16 +59,6 @@ void check_golden(const ir::Program& p, const testing::Golden& g, const std::vec
   CHECK(tokens == want);
 }
 
-std::unique_ptr<Session> open_random(const ir::Program& p, Backend backend) {
-  SessionOptions o;
-  o.random_weights_seed = 7;
-  o.backend = backend;
-  auto s = Session::create(p, o);
-  INFO(s.status().message());
-  REQUIRE(s.is_ok());
-  return std::move(*s);
-}
-
 }  // namespace
 
 TEST_CASE("gpu rope in qkv: the tiny llama matches transformers (fp32 and bf16), streamed and plain", "[gpu]") {
@@ -105,20 +95,7 @@ TEST_CASE("gpu rope in qkv: the tiny llama matches transformers (fp32 and bf16),
       CHECK(rep->streamed_tasks == gemvs);  // the rotating and appending tiles ride the ring too
     }
     if (f32_rows) {  // the same random model on the CPU VM: logits to fp32 rounding, every token
-      auto gpu = open_random(p, Backend::Cuda);
-      auto cpu = open_random(p, Backend::Cpu);
-      int32_t token = g.prompt.front();
-      for (int step = 0; step < 16; ++step) {
-        auto a = gpu->step(token);
-        auto b = cpu->step(token);
-        REQUIRE(a.is_ok());
-        REQUIRE(b.is_ok());
-        const double err = testing::relative_error(a->logits, b->logits.data(), b->logits.size());
-        INFO("step " << step << " relative error " << err);
-        CHECK(err <= 1e-4);
-        CHECK(a->token == b->token);
-        token = b->token;
-      }
+      gputest::check_gpu_equals_cpu_random(p, 7, g.prompt.front(), 16, 1e-4);
       continue;
     }
     check_golden(p, g, g.logits_f32, g.tokens_f32, 1e-4);
