@@ -46,6 +46,9 @@ Status force_kernel(const char* name, bool has_attention_row, bool has_step_gemv
   const gpuvm::KernelEntry choices[] = {gpuvm::default_kernel(), gpuvm::fold_kernel(), gpuvm::attention_kernel(),
                                         gpuvm::step_gemv_kernel()};
   const std::string wanted = name;
+  std::string names;  // this build's kernels, for the refusal (HIP's four entries are one "default")
+  for (const gpuvm::KernelEntry& k : choices)
+    if (names.find(k.name) == std::string::npos) names += (names.empty() ? "" : ", ") + std::string(k.name);
   for (const gpuvm::KernelEntry& k : choices) {
     if (wanted != k.name) continue;
     // HIP's four entries are all its one kernel ("default"), which runs every recipe.
@@ -57,8 +60,7 @@ Status force_kernel(const char* name, bool has_attention_row, bool has_step_gemv
     *kernel = k;
     return Status::ok();
   }
-  return Status(StatusCode::InvalidArgument,
-                "AMK_KERNEL=" + wanted + ": not a kernel of this build (default, fold, attention, rope)");
+  return Status(StatusCode::InvalidArgument, "AMK_KERNEL=" + wanted + ": not a kernel of this build (" + names + ")");
 }
 
 /// Host mirror of the per-launch block the device reads first: [step | error | progress...].
