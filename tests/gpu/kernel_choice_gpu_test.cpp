@@ -70,6 +70,7 @@ TEST_CASE("gpu AMK_KERNEL: a kernel without the program's recipes, or no kernel,
     const Status s = executor_status(rope_program, &kernel);
     CHECK(s.code() == StatusCode::Unsupported);
     CHECK(s.message().find("RMSNORM_GEMV_ROPE") != std::string::npos);
+    CHECK(s.message().find("instruction ") != std::string::npos);  // names the task
   }
   {
     gputest::ScopedEnv env("AMK_KERNEL", "fold");  // the fold kernel runs step-position GEMVs too
@@ -87,6 +88,7 @@ TEST_CASE("gpu AMK_KERNEL: a kernel without the program's recipes, or no kernel,
     const Status s = executor_status(in_o_program, &kernel);
     CHECK(s.code() == StatusCode::Unsupported);
     CHECK(s.message().find("ATTENTION_GEMV_ADD") != std::string::npos);
+    CHECK(s.message().find("instruction ") != std::string::npos);
   }
   // Without the knob the executor's own choice: the kernel that has the recipes.
   CHECK(executor_status(rope_program, &kernel).is_ok());

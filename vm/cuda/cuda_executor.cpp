@@ -41,8 +41,9 @@ bool env_is(const char* name, const char* value) {
 
 /// AMK_KERNEL's choice: the named kernel, if it runs every recipe the program has (only the
 /// attention kernel runs ATTENTION_GEMV_ADD; only the rope and fold kernels the step-position
-/// GEMVs). Folds run on every kernel (the plain path where it does not stream them).
-Status force_kernel(const char* name, bool has_attention_row, bool has_step_gemv, gpuvm::KernelEntry* kernel) {
+/// GEMVs). `attention_row` / `step_gemv`: the program's first instruction of each, or -1. Folds
+/// run on every kernel (the plain path where it does not stream them).
+Status force_kernel(const char* name, int32_t attention_row, int32_t step_gemv, gpuvm::KernelEntry* kernel) {
   const gpuvm::KernelEntry choices[] = {gpuvm::default_kernel(), gpuvm::fold_kernel(), gpuvm::attention_kernel(),
                                         gpuvm::step_gemv_kernel()};
   const std::string wanted = name;
@@ -52,11 +53,13 @@ Status force_kernel(const char* name, bool has_attention_row, bool has_step_gemv
   for (const gpuvm::KernelEntry& k : choices) {
     if (wanted != k.name) continue;
     // HIP's four entries are all its one kernel ("default"), which runs every recipe.
-    if (has_attention_row && std::strcmp(k.name, gpuvm::attention_kernel().name) != 0)
-      return Status(StatusCode::Unsupported, "AMK_KERNEL=" + wanted + ": that kernel has no FUSED ATTENTION_GEMV_ADD");
-    if (has_step_gemv && !k.streams_step_gemv)
-      return Status(StatusCode::Unsupported,
-                    "AMK_KERNEL=" + wanted + ": that kernel has no FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND");
+    if (attention_row >= 0 && std::strcmp(k.name, gpuvm::attention_kernel().name) != 0)
+      return Status(StatusCode::Unsupported, "AMK_KERNEL=" + wanted + ": instruction " + std::to_string(attention_row) +
+                                                 " is FUSED ATTENTION_GEMV_ADD, which that kernel does not run");
+    if (step_gemv >= 0 && !k.streams_step_gemv)
+      return Status(StatusCode::Unsupported, "AMK_KERNEL=" + wanted + ": instruction " + std::to_string(step_gemv) +
+                                                 " is FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND, which that "
+                                                 "kernel does not run");
     *kernel = k;
     return Status::ok();
   }
@@ -290,7 +293,8 @@ class CudaExecutor final : public Executor {
   /// depth, and the co-residency check.
   Status choose_launch_shape(const GpuOptions& options) {
     const amk_program_t& prog = image_.view();
-    bool has_fold = false, has_attention_row = false;
+    bool has_fold = false;
+    int32_t attention_row = -1;  // the first FUSED ATTENTION_GEMV_ADD, if any
     int32_t step_gemv = -1;  // the first FUSED recipe 10-12, if any
     int64_t want = 4096;  // floats: 16 KiB floor
     const int64_t warps = instructions::kComputeWarps;  // the warps that run micro-kernels
@@ -309,7 +313,7 @@ class CudaExecutor final : public Executor {
       // ATTENTION_GEMV_ADD: on the weight stream x, the rotated q rows and the fresh rows
       // (attention_row.cuh); off it, its halves beside the row and their table (fused.cuh).
       if (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeAttentionGemvAdd) {
-        has_attention_row = true;
+        if (attention_row < 0) attention_row = t;
         const int64_t hd = std::min<int64_t>(std::max(in.params.head_dim, 0), instructions::kDeviceMaxHeadDim);
         const int64_t K = std::max(in.params.K, 0), n_kv = std::max(in.params.n_kv_heads, 0);
         const int64_t streamed = 2 * K + 2 * n_kv * hd;  // attention_row_floats
@@ -329,7 +333,7 @@ class CudaExecutor final : public Executor {
     // ATTENTION_GEMV_ADD (only it runs that recipe; its folds then run the plain path): the default
     // one runs every other program faster (persistent_kernel.h, KernelEntry).
     // The rope kernel for programs with step-position GEMVs (the fold kernel runs them too).
-    kernel_ = has_attention_row ? gpuvm::attention_kernel()
+    kernel_ = attention_row >= 0 ? gpuvm::attention_kernel()
               : has_fold        ? gpuvm::fold_kernel()
               : step_gemv >= 0  ? gpuvm::step_gemv_kernel()
                                 : gpuvm::default_kernel();
@@ -337,12 +341,12 @@ class CudaExecutor final : public Executor {
     // code apart from the schedule (docs/PERFORMANCE.md row 187). Refused where that kernel lacks
     // a path the program needs, so a wrong setting fails at load instead of mid-launch.
     if (const char* env = std::getenv("AMK_KERNEL"); env != nullptr && *env != '\0') {
-      Status forced = force_kernel(env, has_attention_row, step_gemv >= 0, &kernel_);
+      Status forced = force_kernel(env, attention_row, step_gemv, &kernel_);
       if (!forced) return forced;
     }
     // The CUDA attention kernel runs no step-position GEMV (persistent_kernel.cu, kStepGemvStream;
     // no lowering puts the two together): refused here rather than as BAD_PARAMS mid-launch.
-    if (has_attention_row && step_gemv >= 0 && !kernel_.streams_step_gemv)
+    if (attention_row >= 0 && step_gemv >= 0 && !kernel_.streams_step_gemv)
       return Status(StatusCode::Unsupported,
                     "instruction " + std::to_string(step_gemv) +
                         ": FUSED RMSNORM_GEMV_ROPE / _APPEND / _ROPE_APPEND cannot run in a program with FUSED "
