@@ -122,7 +122,10 @@ struct GemvPlan {
   Tensor aux;       ///< norm_w (kGemvRmsNorm) or up (kGemvSiluMul)
   Tensor bias;      ///< GEMV_TILE / GEMM_TILE bias [n_out]
   Tensor residual;  ///< FUSED *_ADD residual [rows, n_out]
-  Tensor copy;      ///< GEMV_ADD_COPY's second output [rows, n_out]
+  /// GEMV_ADD_COPY's second output [rows, n_out]; for a rotating tile on the GPU weight stream
+  /// (step.inv_freq set, has_copy false), the real output, while mm.y is the fp32 scratch that
+  /// gemv_stream_rotate_after rotates from (cuda_executor.cpp, stream_share).
+  Tensor copy;
   float eps = 0.0f;
   int32_t prologue = kGemvPlain;
   bool has_bias = false, has_residual = false, has_copy = false;

@@ -273,6 +273,8 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
 /// sums go to `s_part`; after the block barrier that also frees the slot, the row's owner thread
 /// adds them in order and writes y (+ bias, + residual), whose addends it loaded before the items
 /// (their global latency would otherwise hold up warp 0, and so the block, on every chunk).
+/// A rotating plan's y is the fp32 scratch beside x (gemv_stream_rotate_after): this loop is the
+/// same code for every task, rotating or not.
 /// Whole block; `s_part` alternates between two buffers from chunk to chunk, so the next chunk's
 /// writes never race this chunk's reads.
 AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, const char* w, int64_t n0, float scale,
@@ -297,24 +299,36 @@ AMK_DEVICE void gemv_stream_chunk(const GemvPlan& a, const StreamSplit& sp, cons
     float v = 0.0f;
     for (int s = 0; s < sp.nseg; ++s) v += s_part[t * sp.nseg + s];
     v *= scale;
-#ifndef AMK_NO_STEP_STREAM  // a kernel whose streamed tasks do not rotate (persistent_kernel.cu, kStepGemvStream)
-    if (a.step.inv_freq != nullptr) {  // recipes 10 and 12 (no bias, residual or copy)
-      // Rows (t, t ^ 1) are a rope pair (n0 and the chunk's rows are even: the host's chunking,
-      // check_streamed): the partner's sum from its partials, which are all in shared memory.
-      float u = 0.0f;
-      for (int s = 0; s < sp.nseg; ++s) u += s_part[(t ^ 1) * sp.nseg + s];
-      u *= scale;
-      const bool odd = (t & 1) != 0;
-      float lo = odd ? u : v, hi = odd ? v : u;
-      step_gemv_rotate(a.step, n0 + (t & ~1), &lo, &hi);
-      v = odd ? hi : lo;
-    }
-#endif  // AMK_NO_STEP_STREAM
     if (a.has_bias) v = v + bias;
     if (a.has_residual) v = v + residual;
     a.mm.y.store(r * a.mm.n_out + n0 + t, v);
     if (a.has_copy) a.copy.store(r * a.mm.n_out + n0 + t, v);
   }
 }
+
+#ifndef AMK_NO_STEP_STREAM  // only the kernels whose streamed tasks rotate (persistent_kernel.cu, kStepGemvStream)
+/// The rope rotation of a streamed FUSED RMSNORM_GEMV_ROPE / _ROPE_APPEND tile, after its last
+/// chunk (docs/ROPE_IN_GEMV.md). The host pointed the plan's mm.y at an fp32 scratch of the tile's
+/// rows beside x in the work area and kept the real output in `copy` (has_copy stays false; the
+/// loader binds the scratch and moves copy to the cache row: bind_streamed_step), so the chunk
+/// loop stores each row's unrounded sum there as it stores any y. Each pair (2i, 2i + 1) is then
+/// rotated in fp32 and rounded once into the output, as the CPU VM does. Out of line and after the
+/// loop because the rotation in the chunk's epilogue, or a call to it from there, cost every
+/// streamed task of the kernel ~1% per token (docs/PERFORMANCE.md rows 187-190). Whole block: its
+/// barrier publishes the last chunk's sums; the kernel loop's release barrier follows it, and the
+/// next task's gemv_stream_begin waits on a barrier before it overwrites the work area.
+AMK_DEVICE_NOINLINE void gemv_stream_rotate_after(const GemvPlan& a, const DeviceCtx& ctx) {
+  compute_barrier();  // every owner's sums are in the scratch
+  const float* const s = ctx.s_work + a.mm.K;  // check_streamed: K + the tile's rows fit
+  const int64_t out0 = a.mm.m_begin * a.mm.n_out + a.mm.n_begin;
+  const auto pairs = static_cast<int32_t>((a.mm.n_end - a.mm.n_begin) / 2);
+  for (int32_t i = static_cast<int32_t>(block_tid()); i < pairs; i += static_cast<int32_t>(block_threads())) {
+    float lo = s[2 * i], hi = s[2 * i + 1];
+    step_gemv_rotate(a.step, a.mm.n_begin + 2 * i, &lo, &hi);
+    a.copy.store(out0 + 2 * i, lo);
+    a.copy.store(out0 + 2 * i + 1, hi);
+  }
+}
+#endif  // AMK_NO_STEP_STREAM
 
 }  // namespace amk::instructions

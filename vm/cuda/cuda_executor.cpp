@@ -320,8 +320,15 @@ class CudaExecutor final : public Executor {
         const int64_t halves = instructions::attention_smem_floats(hd, warps) + instructions::attention_gemv_tail_floats(in.params);
         want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(streamed, halves)), 8));
       }
-      if (in.op == AMK_OP_FUSED && instructions::recipe_is_step_gemv(instructions::fused_recipe(in)) && step_gemv < 0)
-        step_gemv = t;
+      if (in.op == AMK_OP_FUSED && instructions::recipe_is_step_gemv(instructions::fused_recipe(in))) {
+        if (step_gemv < 0) step_gemv = t;
+        // A rotating tile on the weight stream keeps its rows' fp32 sums beside x until the last
+        // chunk (gemv_stream_rotate_after).
+        if (instructions::fused_recipe(in) != instructions::kRecipeRmsNormGemvAppend)
+          want = std::max<int64_t>(want, align_up(static_cast<size_t>(std::max(in.params.K, 0)) +
+                                                      static_cast<size_t>(std::max<int64_t>(in.params.N_tile, 0)),
+                                                  8));
+      }
       if (in.op == AMK_OP_ATTENTION_TILE ||
           (in.op == AMK_OP_FUSED && instructions::fused_recipe(in) == instructions::kRecipeRopeAttention))
         want = std::max<int64_t>(want, instructions::attention_smem_floats(
@@ -522,9 +529,17 @@ class CudaExecutor final : public Executor {
                                                                        instructions::kComputeThreads)
                               : instructions::gemv_stream_chunk_bytes(plan.mm, ring_slot_bytes_, x_floats);
     // A rotating tile's chunks hold whole rope pairs: an even row count (check_streamed's rule).
+    // Its sums go to an fp32 scratch of the tile's rows beside x (y, bound on the device), which
+    // gemv_stream_rotate_after rotates into the real output, kept as the plan's copy.
     if (plan.step.inv_freq != nullptr && chunk > 0) {
       const int64_t row_bytes = plan.mm.K * (instructions::dtype_bits(plan.mm.w.dtype) / 8);
       chunk = chunk / row_bytes / 2 * 2 * row_bytes;
+      if (plan.mm.K + (plan.mm.n_end - plan.mm.n_begin) > x_floats) return false;
+      plan.copy = plan.mm.y;
+      plan.mm.y = instructions::Tensor{};  // F32, contiguous; ptr: bind_streamed_step
+      plan.mm.y.rank = 1;
+      plan.mm.y.numel = plan.mm.y.shape[0] = plan.copy.numel;
+      plan.mm.y.stride[0] = 1;
     }
     const void* src = nullptr;
     uint64_t bytes = 0;

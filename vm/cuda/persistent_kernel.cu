@@ -447,8 +447,12 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 #ifdef AMK_NO_STEP_STREAM
   if (plan.step.inv_freq != nullptr || plan.step.cache != nullptr) return;  // the host keeps them off this kernel's ring
 #else
+  // Its y is the fp32 scratch beside x that gemv_stream_rotate_after reads, bound by the loader
+  // (bind_streamed_step); the real output is its copy.
   if (plan.step.inv_freq != nullptr &&
-      (rows_per_chunk % 2 != 0 || plan.mm.n_begin % 2 != 0 || (plan.mm.n_end - plan.mm.n_begin) % 2 != 0))
+      (rows_per_chunk % 2 != 0 || plan.mm.n_begin % 2 != 0 || (plan.mm.n_end - plan.mm.n_begin) % 2 != 0 ||
+       plan.mm.K + (plan.mm.n_end - plan.mm.n_begin) > cap || plan.mm.y.dtype != AMK_DTYPE_F32 || !plan.mm.y.contiguous ||
+       plan.mm.y.ptr != nullptr || plan.has_copy || plan.has_bias || plan.has_residual))
     return;
 #endif  // AMK_NO_STEP_STREAM
   if (rows_per_chunk <= 0 || rows_per_chunk > instructions::kStreamChunkMaxRows ||
@@ -460,13 +464,21 @@ __device__ void check_streamed(const KernelArgs& args, TaskSlot& slot) {
 }
 
 /// The step's position bound into the staged plan of a streamed FUSED recipe 10-12 (its rotation
-/// angle, and the cache row an append writes): a bind error becomes the task's stream_rc. After
-/// check_streamed, on the same thread. Nothing for any other plan.
-__device__ void bind_streamed_step(const amk_program_t& p, TaskSlot& slot) {
+/// angle, and the cache row an append writes): a bind error becomes the task's stream_rc. A
+/// rotating plan's output is its copy (the cache row moves there), and its y the fp32 scratch at
+/// s_work + K, addressed as y is (gemv_stream_rotate_after). After check_streamed, on the same
+/// thread. Nothing for any other plan.
+__device__ void bind_streamed_step(const amk_program_t& p, TaskSlot& slot, float* s_work) {
   if constexpr (!kStepGemvStream) return;  // check_streamed refused them
   auto& plan = slot.args<instructions::GemvPlan>();
   if (slot.stream_rc != AMK_DEVERR_NONE || (plan.step.inv_freq == nullptr && plan.step.cache == nullptr)) return;
-  slot.stream_rc = instructions::bind_step_gemv(p, slot.inst, &plan.step, &plan.mm.y);
+  if (plan.step.inv_freq == nullptr) {  // RMSNORM_GEMV_APPEND: y is the cache row itself
+    slot.stream_rc = instructions::bind_step_gemv(p, slot.inst, &plan.step, &plan.mm.y);
+    return;
+  }
+  slot.stream_rc = instructions::bind_step_gemv(p, slot.inst, &plan.step, &plan.copy);
+  // Element m_begin * n_out + n_begin (the tile's first) at s_work[K]: the chunk loop's indices.
+  plan.mm.y.ptr = s_work + (plan.mm.K - (plan.mm.m_begin * plan.mm.n_out + plan.mm.n_begin));
 }
 
 #ifdef AMK_FOLD_STREAM_LINK
@@ -578,6 +590,9 @@ __device__ int32_t run_streamed(const instructions::GemvPlan& plan, const int64_
     if (!(kDeferLastRingFree && last && threadIdx.x == 0)) ring_free[at.slot].arrive();
     *last_slot = at.slot;
   }
+#ifndef AMK_NO_STEP_STREAM  // kStepGemvStream
+  if (plan.step.inv_freq != nullptr) instructions::gemv_stream_rotate_after(plan, ctx);  // its y was the scratch
+#endif  // AMK_NO_STEP_STREAM
   return AMK_DEVERR_NONE;
 }
 #endif  // AMK_HAVE_BULK_COPY
@@ -748,7 +763,7 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
         if (slot.entry.chunk_bytes > 0) ld.chunks_staged += (slot.entry.bytes + slot.entry.chunk_bytes - 1) / slot.entry.chunk_bytes;
 #endif  // AMK_FOLD_STREAM_LINK
         check_streamed(args, slot);
-        bind_streamed_step(s.prog, slot);
+        bind_streamed_step(s.prog, slot, reinterpret_cast<float*>(s_dyn));
       }
 #endif  // AMK_HAVE_BULK_COPY
       if constexpr (kPrebind) prebind_task(s.prog, slot);  // returns at once for a blob of another Args
@@ -916,7 +931,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 #ifdef AMK_CHECK_STREAM_AT_RUN  // A/B: the compute warps check the task themselves, at its head
         if (threadIdx.x == 0) {
           check_streamed(args, slot);
-          bind_streamed_step(p, slot);
+          bind_streamed_step(p, slot, ctx.s_work);
         }
         instructions::compute_barrier();
 #endif  // AMK_CHECK_STREAM_AT_RUN
