@@ -92,7 +92,8 @@ bool decode_preset_attention_in_o_proj(const DecodePreset& preset, const ModelCo
 
 bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq, ir::DType dtype) {
   const char* env = std::getenv(kRopeInQkvEnv);
-  const bool asked = preset.rope_in_qkv || (env != nullptr && std::string_view(env) == "1");
+  const std::string_view setting = env != nullptr ? env : "";
+  const bool asked = setting == "0" ? false : setting == "1" ? true : preset.rope_in_qkv;
   return asked && !decode_preset_attention_in_o_proj(preset, model, max_seq, dtype) &&
          !drops(preset, {"rmsnorm", "q_proj", "k_proj", "v_proj"});
 }

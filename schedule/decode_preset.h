@@ -35,8 +35,9 @@ inline constexpr int64_t kAttentionInOProjHeadDim = 64;
 /// The environment variable that lets the auto rule turn the group on ("1"). The GPU kernel is not
 /// measured yet, so auto stays off without it; a later change makes the shape rule alone decide.
 inline constexpr const char* kAttentionInOEnv = "AMK_ATTENTION_IN_O";
-/// The environment variable ("1") that turns on rope in the q / k GEMVs (DecodePreset::rope_in_qkv)
-/// for measuring it before the preset takes it by default.
+/// The environment variable that overrides DecodePreset::rope_in_qkv: "0" turns rope in the q / k
+/// GEMVs off, "1" on (an A/B of the group in one binary: tools/profiling/env-ab.sh); unset or any
+/// other value leaves the preset's choice.
 inline constexpr const char* kRopeInQkvEnv = "AMK_ROPE_IN_QKV";
 
 /// The preset's choices; the defaults are the measured best (H100 / H200, Llama-3.2-1B and 8B).
@@ -81,13 +82,15 @@ struct DecodePreset {
   AttentionInOProj attention_in_o_proj = AttentionInOProj::Auto;
   /// Rope in the q / k GEMVs (docs/ROPE_IN_GEMV.md: the {rmsnorm, q_proj, k_proj, v_proj, rope,
   /// kv_append} group instead of the qkv, rope-append and rope-attention groups): the attention
-  /// tasks start without a rope prologue and the append tasks go. Also on with AMK_ROPE_IN_QKV=1.
-  /// Not with the attention in o_proj (which rotates q itself): that one wins.
-  bool rope_in_qkv = false;
+  /// tasks start without a rope prologue and the append tasks go. AMK_ROPE_IN_QKV=0 / 1 overrides
+  /// it. Not with the attention in o_proj (which rotates q itself): that one wins. On by default
+  /// since session 47: H200, two rounds each, 1B -1.2%, 8B -1.0%, max_seq-8192 program -1.9%
+  /// against the schedule without it (docs/PERFORMANCE.md rows 191-192).
+  bool rope_in_qkv = true;
 };
 
-/// Whether the preset puts the rope into the q / k GEMVs: rope_in_qkv or AMK_ROPE_IN_QKV=1 (read
-/// now), unless the attention is in o_proj or the preset drops the qkv group.
+/// Whether the preset puts the rope into the q / k GEMVs: rope_in_qkv unless AMK_ROPE_IN_QKV says
+/// "0" or "1" (read now), and never with the attention in o_proj or a dropped qkv group.
 bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
                                ir::DType dtype = ir::DType::BF16);
 

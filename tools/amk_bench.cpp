@@ -324,6 +324,9 @@ int main(int argc, char** argv) {
           ->capture_default_str(),
       decode->add_option("--drop-fusion", dopt.tiling.drop_fusion,
                          "built-in schedule: leave out this fusion group (its op names, comma-separated; repeatable)"),
+      decode->add_flag("!--no-rope-in-qkv", dopt.tiling.rope_in_qkv,
+                       "built-in schedule: rope in the attention tasks instead of the q / k GEMVs "
+                       "(docs/ROPE_IN_GEMV.md; AMK_ROPE_IN_QKV=0 / 1 overrides either way)"),
       decode->add_flag("--mlp-fold", dopt.tiling.mlp_fold,
                        "built-in schedule: fold down_proj into the gate / up tasks (F32 atomic adds: logits not "
                        "bit-reproducible; docs/FOLD.md)"),

@@ -42,10 +42,14 @@ TEST_CASE("decode rig: the Llama-3.2-1B shape's streamed decode matches the cuBL
   gputest::require_gpu();
   auto model = schedule::model_config_load(kLlama1B);
   REQUIRE(model.is_ok());
+  schedule::DecodePreset rope_in_attention;  // the preset before rope in qkv became its default
+  rope_in_attention.rope_in_qkv = false;
   // max_seq 256: the ctx-128 benchmark's program; 8192: split-KV attention with its combine.
-  for (const int64_t max_seq : {int64_t{256}, int64_t{8192}}) {
-    INFO("max_seq " << max_seq);
-    const bench::DecodeCheck check = check_preset(*model, max_seq, 6);
+  for (const auto& [max_seq, preset] : {std::pair{int64_t{256}, schedule::DecodePreset{}},
+                                        std::pair{int64_t{8192}, schedule::DecodePreset{}},
+                                        std::pair{int64_t{256}, rope_in_attention}}) {
+    INFO("max_seq " << max_seq << (preset.rope_in_qkv ? "" : ", rope in attention"));
+    const bench::DecodeCheck check = check_preset(*model, max_seq, 6, preset);
     INFO(check.mismatch);
     CHECK(check.mismatch.empty());
     CHECK(check.steps == 6);

@@ -115,12 +115,18 @@ TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logi
   REQUIRE(model.is_ok());
   schedule::DecodePreset attention_in_o;
   attention_in_o.attention_in_o_proj = schedule::AttentionInOProj::On;
+  schedule::DecodePreset rope_in_attention;  // the preset before rope in qkv became its default
+  rope_in_attention.rope_in_qkv = false;
   // max_seq 256: one KV partition; 4096: two partitions per head and the head-tiled combine.
-  const std::pair<int64_t, schedule::DecodePreset> cases[] = {
-      {256, schedule::DecodePreset{}}, {4096, schedule::DecodePreset{}}, {256, attention_in_o}};
+  const std::pair<int64_t, schedule::DecodePreset> cases[] = {{256, schedule::DecodePreset{}},
+                                                              {4096, schedule::DecodePreset{}},
+                                                              {256, rope_in_attention},
+                                                              {4096, rope_in_attention},
+                                                              {256, attention_in_o}};
   for (const auto& [max_seq, preset] : cases) {
     const bool fused_o = preset.attention_in_o_proj == schedule::AttentionInOProj::On;
-    INFO("max_seq " << max_seq << " on " << sms << " SMs" << (fused_o ? ", attention in o_proj" : ""));
+    INFO("max_seq " << max_seq << " on " << sms << " SMs" << (fused_o ? ", attention in o_proj" : "")
+                    << (preset.rope_in_qkv ? "" : ", rope in attention"));
     if (!fused_o)
       REQUIRE(schedule::decode_preset_kv_partitions(preset, *model, max_seq) == (max_seq > 2048 ? 2 : 1));
     auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, sms, max_seq, preset),

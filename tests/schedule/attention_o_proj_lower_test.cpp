@@ -18,6 +18,7 @@
 #include "ir/opspec.h"
 #include "ir/validate.h"
 #include "schedule/decode_preset.h"
+#include "tests/schedule/env_guard.h"
 #include "schedule/fusion.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_config.h"
@@ -47,23 +48,9 @@ const schedule::ModelConfig& llama_1b() { return model("configs/llama-3.2-1b.jso
 const schedule::ModelConfig& llama_8b() { return model("configs/llama-3-8b.json"); }
 const schedule::ModelConfig& tiny() { return model("tiny_llama/config.json"); }
 
-/// Sets (or, with nullptr, unsets) AMK_ATTENTION_IN_O for one scope, then puts back what was there.
-class EnvGuard {
- public:
-  explicit EnvGuard(const char* value) {
-    if (const char* old = std::getenv(schedule::kAttentionInOEnv)) old_ = old;
-    set(value);
-  }
-  ~EnvGuard() { set(old_ ? old_->c_str() : nullptr); }
-  EnvGuard(const EnvGuard&) = delete;
-  EnvGuard& operator=(const EnvGuard&) = delete;
-
- private:
-  static void set(const char* value) {
-    if (value) ::setenv(schedule::kAttentionInOEnv, value, 1);
-    else ::unsetenv(schedule::kAttentionInOEnv);
-  }
-  std::optional<std::string> old_;
+/// AMK_ATTENTION_IN_O set (or, with nullptr, unset) for one scope.
+struct EnvGuard : testing::EnvGuard {
+  explicit EnvGuard(const char* value) : testing::EnvGuard(schedule::kAttentionInOEnv, value) {}
 };
 
 nlohmann::json preset_json(const schedule::ModelConfig& m, int64_t max_seq, const schedule::DecodePreset& preset,
@@ -71,9 +58,12 @@ nlohmann::json preset_json(const schedule::ModelConfig& m, int64_t max_seq, cons
   return nlohmann::json::parse(schedule::decode_preset_json(m, 132, max_seq, preset, dtype));
 }
 
+// The preset with the attention in o_proj as `mode` says and the rope in the attention tasks, so
+// that "off" is the schedule whose attention stage and o_proj stage the group replaces.
 ir::ScheduleConfig preset_config(const schedule::ModelConfig& m, int64_t max_seq, schedule::AttentionInOProj mode) {
   schedule::DecodePreset preset;
   preset.attention_in_o_proj = mode;
+  preset.rope_in_qkv = false;
   auto c = schedule::schedule_config_from_json_text(schedule::decode_preset_json(m, 132, max_seq, preset), "preset");
   INFO(c.status().message());
   REQUIRE(c.is_ok());
@@ -300,17 +290,24 @@ TEST_CASE("the gpu-decode preset: attention_in_o_proj is off by default, on when
   CHECK(defaults.attention_in_o_proj == AttentionInOProj::Auto);
   CHECK(schedule::kAttentionInOProjMaxSeq == 256);
 
-  // Auto without AMK_ATTENTION_IN_O: today's schedule, even for the shape the rule takes.
+  // Auto without AMK_ATTENTION_IN_O: today's schedule, even for the shape the rule takes (the rope
+  // in the q / k GEMVs by default; compared below with the rope in attention, the groups this one
+  // replaces).
   CHECK(schedule::attention_in_o_proj_shape_ok(m, 256, ir::DType::BF16));
   CHECK_FALSE(schedule::decode_preset_attention_in_o_proj(defaults, m, 256));
-  const nlohmann::json d = preset_json(m, 256, defaults);
+  const nlohmann::json today = preset_json(m, 256, defaults);
+  CHECK_FALSE(has_group(today, kGroup));
+  CHECK(has_group(today, schedule::rope_qkv_group()));
+  schedule::DecodePreset rope_in_attention = defaults;
+  rope_in_attention.rope_in_qkv = false;
+  const nlohmann::json d = preset_json(m, 256, rope_in_attention);
   CHECK_FALSE(has_group(d, kGroup));
   CHECK(has_group(d, {"rope", "attention"}));
   CHECK(has_group(d, {"o_proj", "residual_add"}));
   CHECK(d["tiling"]["attention"]["heads_per_task"] == 1);
 
   // On: the group replaces the two it claims; one KV partition, every head in each task.
-  schedule::DecodePreset on = defaults;
+  schedule::DecodePreset on = rope_in_attention;
   on.attention_in_o_proj = AttentionInOProj::On;
   const nlohmann::json o = preset_json(m, 256, on);
   CHECK(has_group(o, kGroup));
@@ -321,6 +318,8 @@ TEST_CASE("the gpu-decode preset: attention_in_o_proj is off by default, on when
   CHECK(o["tiling"]["attention"]["kv_partitions"] == 1);
   CHECK(o["tiling"]["attention"]["heads_per_task"] == 32);
   CHECK(o["tiling"]["o_proj"] == d["tiling"]["o_proj"]);
+  on.rope_in_qkv = true;  // the attention in o_proj wins over the rope in the q / k GEMVs
+  CHECK(preset_json(m, 256, on) == o);
   // Off, even with the variable set.
   const EnvGuard allowed("1");
   schedule::DecodePreset off = defaults;

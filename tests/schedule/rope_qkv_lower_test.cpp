@@ -2,7 +2,8 @@
 // lowering: the {rmsnorm, q_proj, k_proj, v_proj, rope, kv_append} group gives each layer q / k / v
 // tiles that rotate (W_q, W_k in rope-pair order) and store k / v into the caches, a plain
 // ATTENTION_TILE stage and no append tasks; the groups it replaces are refused beside it; the
-// gpu-decode preset swaps it in when asked (rope_in_qkv), and the programs pass validate().
+// gpu-decode preset takes it by default (rope_in_qkv; AMK_ROPE_IN_QKV=0 / 1 overrides), and the
+// programs pass validate().
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_config.h"
 #include "targets/registry.h"
+#include "tests/schedule/env_guard.h"
 
 using namespace amk;
 using Catch::Matchers::Contains;
@@ -119,7 +121,7 @@ TEST_CASE("rope in qkv: the groups it replaces are refused beside it, naming the
   CHECK(alone->attn_norm_qkv);
 }
 
-TEST_CASE("rope in qkv: the preset swaps the group in when asked, and the attention in o_proj wins",
+TEST_CASE("rope in qkv: the preset takes the group by default, AMK_ROPE_IN_QKV overrides, the attention in o_proj wins",
           "[schedule][rope]") {
   const schedule::ModelConfig m = llama_1b();
   const auto has = [](const ir::ScheduleConfig& c, std::vector<std::string> g) {
@@ -130,6 +132,23 @@ TEST_CASE("rope in qkv: the preset swaps the group in when asked, and the attent
     }
     return false;
   };
+  {
+    const testing::EnvGuard unset(schedule::kRopeInQkvEnv, nullptr);
+    CHECK(schedule::DecodePreset{}.rope_in_qkv);
+    CHECK(schedule::decode_preset_rope_in_qkv(schedule::DecodePreset{}, m, 256));
+    schedule::DecodePreset off;
+    off.rope_in_qkv = false;
+    CHECK_FALSE(schedule::decode_preset_rope_in_qkv(off, m, 256));
+    // The variable overrides the knob either way; any other value leaves it.
+    for (const char* value : {"0", "1", "", "yes"}) {
+      INFO("AMK_ROPE_IN_QKV=" << value);
+      const testing::EnvGuard env(schedule::kRopeInQkvEnv, value);
+      const std::string v = value;
+      CHECK(schedule::decode_preset_rope_in_qkv(schedule::DecodePreset{}, m, 256) == (v != "0"));
+      CHECK(schedule::decode_preset_rope_in_qkv(off, m, 256) == (v == "1"));
+    }
+  }
+  const testing::EnvGuard unset(schedule::kRopeInQkvEnv, nullptr);
   const ir::ScheduleConfig on = preset_config(m, 256, true);
   CHECK(has(on, schedule::rope_qkv_group()));
   CHECK_FALSE(has(on, {"rope", "attention"}));

@@ -38,6 +38,8 @@ std::string preset_summary(const schedule::DecodePreset& p, const schedule::Mode
       << schedule::decode_preset_heads_per_task(p, model, max_seq) << " head(s) per attention task";
   for (const std::string& g : p.drop_fusion) out << ", without " << g;
   if (p.mlp_fold) out << ", MLP fold (F32 atomic adds: logits not bit-reproducible)";
+  // What the preset resolved (AMK_ROPE_IN_QKV may override the knob), so an A/B names its side.
+  out << (schedule::decode_preset_rope_in_qkv(p, model, max_seq) ? ", rope in the q / k GEMVs" : ", rope in attention");
   out << ")";
   return out.str();
 }
