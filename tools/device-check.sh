@@ -113,6 +113,13 @@ if [ -x "$BIN" ]; then
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
       "gpu SAMPLE_ARGMAX tiles and their combine match the CPU reference and the whole scan" >"$LOGS/memcheck-argmax.log" 2>&1
     RESULT[memcheck-argmax]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-argmax.log" | tail -1)"
+    # The preset's default schedule since session 47: the rope kernel's step-position GEMVs, on the
+    # weight ring (the after-loop rotation from the shared scratch) and off it.
+    ROPE_QKV="gpu rope in qkv: the tiny llama matches transformers (fp32 and bf16), streamed and plain"
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" "$ROPE_QKV" >"$LOGS/memcheck-rope.log" 2>&1
+    RESULT[memcheck-rope]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-rope.log" | tail -1)"
+    timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "$ROPE_QKV" >"$LOGS/racecheck-rope.log" 2>&1
+    RESULT[racecheck-rope]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-rope.log" | tail -1)"
     timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/racecheck-stream.log" 2>&1
     RESULT[racecheck-stream]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-stream.log" | tail -1)"
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" \
@@ -125,7 +132,7 @@ if [ -x "$BIN" ]; then
     timeout 200 compute-sanitizer --tool synccheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/synccheck-stream.log" 2>&1
     RESULT[synccheck-stream]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/synccheck-stream.log" | tail -1)"
     # The first hazards of each racecheck run, with source lines (-lineinfo), for the log.
-    for f in racecheck-stream racecheck racecheck-rows; do
+    for f in racecheck-stream racecheck racecheck-rows racecheck-rope; do
       grep -m6 -A3 -E 'Race reported|Warning|Error:' "$LOGS/$f.log" | head -24
     done
   else
@@ -213,7 +220,7 @@ fi
   echo "================ amk device-check summary ================"
   printf '%-16s %s\n' "device" "$DEVICE"
   printf '%-16s %s\n' "arch" "$ARCH"
-  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream memcheck-combine memcheck-argmax racecheck-stream racecheck-attn racecheck-rows synccheck-stream sanitizers launch-costs llama-1b llama-8b stream-probe soak-gpu; do
+  for k in build kernel sass tests no-prefetch memcheck-vm memcheck-gemv memcheck-ring memcheck-stream memcheck-combine memcheck-argmax memcheck-rope racecheck-stream racecheck-attn racecheck-rows racecheck-rope synccheck-stream sanitizers launch-costs llama-1b llama-8b stream-probe soak-gpu; do
     [ -n "${RESULT[$k]+x}" ] && printf '%-16s %s\n' "$k" "${RESULT[$k]}"
   done
   [ -s "$LOGS/kernel-report.txt" ] && printf '%-16s %s\n' "launch" "$(sed 's/.*kernel: //' "$LOGS/kernel-report.txt" | cut -c1-200)"
