@@ -59,6 +59,8 @@ TEST_CASE("tune space: the built-in space starts at the preset and fits the mode
   // Every fusion group is left out once, and [] (all on) comes first.
   CHECK(axis(big, "drop_fusion")->values.size() == 8);
   CHECK(axis(big, "drop_fusion")->values.front() == json::array());
+  // The rope in the q / k GEMVs (the preset's default) first, then in the attention tasks.
+  CHECK(axis(big, "rope_in_qkv")->values == std::vector<json>{true, false});
   // A 256-row cache has no room for partitions of 256 rows beyond one.
   CHECK(axis(bench::default_tune_space(m, 256), "kv_partitions")->values == std::vector<json>{0, 1});
   CHECK(axis(bench::default_tune_space(m, 1024), "kv_partitions")->values == std::vector<json>{0, 1, 2, 4});
@@ -83,7 +85,14 @@ TEST_CASE("tune space: a file's axes in its own order, every value applied to th
   p = bench::tune_apply(*p, "sm_assignment", "load_balance");
   REQUIRE(p.is_ok());
   CHECK(bench::tune_label(*p) == "tiles_per_stage=2 sm_assignment=load_balance drop_fusion=kv_append,rope+attention,rope");
+  CHECK(bench::tune_preset_json(*p)["rope_in_qkv"] == true);
+  p = bench::tune_apply(*p, "rope_in_qkv", false);
+  REQUIRE(p.is_ok());
+  CHECK_FALSE(p->rope_in_qkv);
+  CHECK(bench::tune_label(*p) ==
+        "tiles_per_stage=2 sm_assignment=load_balance drop_fusion=kv_append,rope+attention,rope rope_in_qkv=false");
   const ordered_json knobs = bench::tune_preset_json(*p);
+  CHECK(knobs["rope_in_qkv"] == false);
   CHECK(knobs["tiles_per_stage"] == 2);
   CHECK(knobs["kv_partitions"] == 0);
   CHECK(knobs["drop_fusion"].size() == 2);
@@ -106,6 +115,8 @@ TEST_CASE("tune space: bad space files are refused naming the axis and the eleme
   CHECK_THAT(refusal(R"({"sm_assignment": ["fastest"]})"), Contains("sm_assignment[0]:"));
   CHECK_THAT(refusal(R"({"sm_assignment": ["fastest"]})"), Contains("fastest"));
   CHECK_THAT(refusal(R"({"sm_assignment": [3]})"), Contains("sm_assignment[0]: 3 is not a string"));
+  CHECK_THAT(refusal(R"({"rope_in_qkv": [true, 1]})"), Contains("space.json: rope_in_qkv[1]: 1 is not true or false"));
+  CHECK_THAT(refusal(R"({"rope_in_qkv": [false, false]})"), Contains("rope_in_qkv[1]: false is listed twice"));
   CHECK_THAT(refusal(R"({"drop_fusion": ["rope,kv_append"]})"),
              Contains("drop_fusion[0]: \"rope,kv_append\" is not an array of fusion groups"));
   CHECK_THAT(refusal(R"({"drop_fusion": [["rope,kvappend"]]})"),
@@ -137,7 +148,7 @@ TEST_CASE("tune space: every integer axis has the range its amk-bench decode fla
   for (const std::string& name : bench::tune_axis_names()) {
     INFO(name);
     const bench::KnobRange r = bench::preset_knob_range(name);
-    if (name == "sm_assignment" || name == "drop_fusion") {
+    if (name == "sm_assignment" || name == "drop_fusion" || name == "rope_in_qkv") {
       CHECK(r.lo > r.hi);  // not an integer knob: empty
       continue;
     }

@@ -62,6 +62,7 @@ std::string value_problem(const std::string& name, const nlohmann::json& value) 
       return std::to_string(v) + " is not in [" + std::to_string(k->lo) + ", " + std::to_string(k->hi) + "]";
     return "";
   }
+  if (name == "rope_in_qkv") return value.is_boolean() ? "" : value.dump() + " is not true or false";
   if (name == "sm_assignment") {
     if (!value.is_string()) return value.dump() + " is not a string";
     if (!schedule::is_sm_policy(value.get<std::string>())) return schedule::unknown_sm_policy(value.get<std::string>()).message();
@@ -85,6 +86,7 @@ const std::vector<std::string>& tune_axis_names() {
     for (const IntKnob& k : kIntKnobs) n.emplace_back(k.name);
     n.emplace_back("sm_assignment");
     n.emplace_back("drop_fusion");
+    n.emplace_back("rope_in_qkv");
     return n;
   }();
   return names;
@@ -96,6 +98,7 @@ Result<DecodePreset> tune_apply(DecodePreset preset, const std::string& name, co
     return Status(StatusCode::Internal, "tune_apply: " + name + " = " + value.dump() + ": " + problem);
   if (const IntKnob* k = find_int_knob(name)) preset.*(k->field) = value.get<int64_t>();
   else if (name == "sm_assignment") preset.sm_assignment = value.get<std::string>();
+  else if (name == "rope_in_qkv") preset.rope_in_qkv = value.get<bool>();
   else preset.drop_fusion = value.get<std::vector<std::string>>();
   return preset;
 }
@@ -164,6 +167,10 @@ TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq
   for (const std::vector<std::string>& g : schedule::fusion_all_groups())
     fusion.values.push_back(nlohmann::json::array({join(g, ",")}));
   space.axes.push_back(fusion);
+  // The rope in the q / k GEMVs (the preset's default) or in the attention tasks: whether the
+  // rotating GEMVs pay on this device and model (AMK_ROPE_IN_QKV, if set, overrides both values,
+  // and the search then measures one schedule: candidates are keyed by their lowered schedule).
+  space.axes.push_back({"rope_in_qkv", {true, false}});
   return space;
 }
 
@@ -172,6 +179,7 @@ nlohmann::ordered_json tune_preset_json(const DecodePreset& preset) {
   for (const IntKnob& k : kIntKnobs) j[k.name] = preset.*(k.field);
   j["sm_assignment"] = preset.sm_assignment;
   j["drop_fusion"] = preset.drop_fusion;
+  j["rope_in_qkv"] = preset.rope_in_qkv;
   return j;
 }
 
@@ -182,6 +190,7 @@ std::string tune_label(const DecodePreset& preset) {
     if (preset.*(k.field) != base.*(k.field)) parts.push_back(std::string(k.name) + "=" + std::to_string(preset.*(k.field)));
   if (preset.sm_assignment != base.sm_assignment) parts.push_back("sm_assignment=" + preset.sm_assignment);
   if (!preset.drop_fusion.empty()) parts.push_back("drop_fusion=" + join(preset.drop_fusion, "+"));
+  if (preset.rope_in_qkv != base.rope_in_qkv) parts.push_back(std::string("rope_in_qkv=") + (preset.rope_in_qkv ? "true" : "false"));
   return parts.empty() ? "default" : join(parts, " ");
 }
 
