@@ -95,44 +95,40 @@ if [ -x "$BIN" ]; then
 
   if command -v compute-sanitizer >/dev/null; then
     note "compute-sanitizer memcheck / racecheck"
-    SMALL="gpu vm: a device error names the task and the next launch works"
-    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" "$SMALL" >"$LOGS/memcheck.log" 2>&1
-    RESULT[memcheck-vm]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -1)"
-    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" "gpu GEMV_TILE with several rows, and GEMM_TILE on a row tile" \
-      >"$LOGS/memcheck-gemv.log" 2>&1
-    RESULT[memcheck-gemv]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-gemv.log" | tail -1)"
-    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
-      "gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold" >"$LOGS/memcheck-ring.log" 2>&1
-    RESULT[memcheck-ring]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-ring.log" | tail -1)"
-    timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/memcheck-stream.log" 2>&1
-    RESULT[memcheck-stream]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-stream.log" | tail -1)"
-    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
-      "gpu ATTENTION_COMBINE head tiles on separate workers match the CPU reference" >"$LOGS/memcheck-combine.log" 2>&1
-    RESULT[memcheck-combine]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-combine.log" | tail -1)"
+    # sanitize RESULT_NAME LOG TOOL SECONDS FILTER: one compute-sanitizer run of the [gpu] tests that
+    # FILTER selects. A filter that selects nothing is a failure, not a clean run: Catch2 splits a
+    # filter at commas (session 47 found two names that had matched no test), so names that hold
+    # one go in cut before it, with a trailing '*'.
+    sanitize() {
+      local name=$1 log="$LOGS/$2.log" tool=$3 secs=$4 filter=$5 rc summary
+      timeout "$secs" compute-sanitizer --tool "$tool" --error-exitcode 9 "$BIN" "$filter" >"$log" 2>&1
+      rc=$?
+      summary="$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$log" | tail -1)"
+      if grep -qE 'No test cases matched|No tests ran' "$log"; then
+        RESULT[$name]="FAILED: no test matched '$filter'"
+      else
+        RESULT[$name]="rc=$rc $summary; $(count_catch "$log")"
+      fi
+    }
+    sanitize memcheck-vm memcheck memcheck 150 "gpu vm: a device error names the task and the next launch works"
+    sanitize memcheck-gemv memcheck-gemv memcheck 150 "gpu GEMV_TILE with several rows*"
+    sanitize memcheck-ring memcheck-ring memcheck 200 \
+      "gpu session: with small fused tiles the weight ring carries them and the 32 bf16 tokens hold"
+    sanitize memcheck-stream memcheck-stream memcheck 200 "[stream]"
+    sanitize memcheck-combine memcheck-combine memcheck 150 "gpu ATTENTION_COMBINE head tiles on separate workers match the CPU reference"
     # SAMPLE_ARGMAX tiles and the combine's gather over candidate indices.
-    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" \
-      "gpu SAMPLE_ARGMAX tiles and their combine match the CPU reference and the whole scan" >"$LOGS/memcheck-argmax.log" 2>&1
-    RESULT[memcheck-argmax]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-argmax.log" | tail -1)"
+    sanitize memcheck-argmax memcheck-argmax memcheck 150 \
+      "gpu SAMPLE_ARGMAX tiles and their combine match the CPU reference and the whole scan"
     # The preset's default schedule since session 47: the rope kernel's step-position GEMVs, on the
-    # weight ring (the after-loop rotation from the shared scratch) and off it.
-    # Test names go in with a trailing '*': Catch2 splits a filter at commas. racecheck takes the
-    # ring case alone (~150-200 s on an H100; the plain case would add over a minute).
-    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN" "gpu rope in qkv*" >"$LOGS/memcheck-rope.log" 2>&1
-    RESULT[memcheck-rope]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck-rope.log" | tail -1)"
-    timeout 300 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "gpu rope in qkv on the weight ring*" \
-      >"$LOGS/racecheck-rope.log" 2>&1
-    RESULT[racecheck-rope]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-rope.log" | tail -1)"
-    timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/racecheck-stream.log" 2>&1
-    RESULT[racecheck-stream]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-stream.log" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" \
-      "gpu split-KV ATTENTION_TILE partials + ATTENTION_COMBINE match the CPU reference" >"$LOGS/racecheck.log" 2>&1
-    RESULT[racecheck-attn]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck.log" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 "$BIN" "gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference" \
-      >"$LOGS/racecheck-rows.log" 2>&1
-    RESULT[racecheck-rows]="rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$LOGS/racecheck-rows.log" | tail -1)"
+    # weight ring (the after-loop rotation from the shared scratch) and off it. racecheck takes the
+    # ring case alone (over 225 s for both on an H100).
+    sanitize memcheck-rope memcheck-rope memcheck 300 "gpu rope in qkv*"
+    sanitize racecheck-rope racecheck-rope racecheck 300 "gpu rope in qkv on the weight ring*"
+    sanitize racecheck-stream racecheck-stream racecheck 200 "[stream]"
+    sanitize racecheck-attn racecheck racecheck 150 "gpu split-KV ATTENTION_TILE partials + ATTENTION_COMBINE match the CPU reference"
+    sanitize racecheck-rows racecheck-rows racecheck 150 "gpu SOFTMAX and SAMPLE_ARGMAX match the CPU reference"
     # synccheck: every named barrier / mbarrier use (counts, divergence) on the loader hand-offs.
-    timeout 200 compute-sanitizer --tool synccheck --error-exitcode 9 "$BIN" "[stream]" >"$LOGS/synccheck-stream.log" 2>&1
-    RESULT[synccheck-stream]="rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/synccheck-stream.log" | tail -1)"
+    sanitize synccheck-stream synccheck-stream synccheck 200 "[stream]"
     # The first hazards of each racecheck run, with source lines (-lineinfo), for the log.
     for f in racecheck-stream racecheck racecheck-rows racecheck-rope; do
       grep -m6 -A3 -E 'Race reported|Warning|Error:' "$LOGS/$f.log" | head -24
