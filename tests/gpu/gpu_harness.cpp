@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -72,6 +73,26 @@ ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dt
   INFO(p.status().message());
   REQUIRE(p.is_ok());
   return std::move(*p);
+}
+
+vm::GpuKernelReport cuda_kernel_report(const ir::Program& p, const loader::LoadOptions& lo) {
+  auto image = loader::load_program(p, lo);
+  INFO(image.status().message());
+  REQUIRE(image.is_ok());
+  auto ex = vm::make_cuda_executor(**image);
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+  REQUIRE(rep != nullptr);
+  return *rep;
+}
+
+int64_t count_gemv_like(const ir::Program& p) {
+  return std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
+    const std::optional<std::string> recipe = t.params.get_string("recipe");
+    return t.op == ir::Opcode::GemvTile ||
+           (t.op == ir::Opcode::Fused && recipe.has_value() && recipe->find("GEMV") != std::string::npos);
+  });
 }
 
 void check_gpu_equals_cpu_random(const ir::Program& p, uint64_t seed, int32_t first_token, int steps, double tol) {

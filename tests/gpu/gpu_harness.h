@@ -33,6 +33,12 @@ int device_sm_count();
 /// (nullopt: the lowering's default). REQUIREs every step.
 ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dtype, std::optional<ir::DType> weight_dtype);
 
+/// The kernel report of a CUDA executor made for `p` loaded with `lo` (which kernel runs it, the
+/// weight ring, the streamed tasks). REQUIREs that the image loads and the executor is made.
+vm::GpuKernelReport cuda_kernel_report(const ir::Program& p, const loader::LoadOptions& lo);
+/// `p`'s GEMV-like tasks: GEMV_TILE, and FUSED tasks whose recipe has a GEMV in it.
+int64_t count_gemv_like(const ir::Program& p);
+
 /// `p` on the CUDA VM and on the CPU VM, both with seeded random weights (`seed`), fed the CPU's
 /// greedy tokens from `first_token` for `steps` steps: every step's logits within `tol` (relative)
 /// and the same token. REQUIREs every step.

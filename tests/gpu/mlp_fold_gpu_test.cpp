@@ -81,26 +81,17 @@ TEST_CASE("gpu fold: the tiny llama with the MLP fold matches transformers (fp32
         // Every GEMV-like task rides the ring (fold_stream_chunk_bytes admits the tiny shapes).
         loader::LoadOptions lo;
         lo.weights_path = testing::fixture_dir() + "model.safetensors";
-        auto image = loader::load_program(p, lo);
-        REQUIRE(image.is_ok());
-        auto ex = vm::make_cuda_executor(**image);
-        REQUIRE(ex.is_ok());
-        const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
-        REQUIRE(rep != nullptr);
-        INFO(rep->summary());
+        const vm::GpuKernelReport rep = gputest::cuda_kernel_report(p, lo);
+        INFO(rep.summary());
         const auto folds = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
           return t.params.get_string("recipe") == std::string("RMSNORM_MLP_FOLD");
-        });
-        const auto gemvs = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
-          return t.op == ir::Opcode::GemvTile ||
-                 (t.op == ir::Opcode::Fused && t.params.get_string("recipe")->find("GEMV") != std::string::npos);
         });
         CHECK(folds > 0);
         // A program with folds runs the fold kernel, whose folds ride the ring (the default
         // kernel would run them on the plain path: persistent_kernel.h, KernelEntry).
-        CHECK(rep->kernel == "fold");
-        CHECK(rep->fold_streams);
-        CHECK(rep->streamed_tasks == folds + gemvs);
+        CHECK(rep.kernel == "fold");
+        CHECK(rep.fold_streams);
+        CHECK(rep.streamed_tasks == folds + gputest::count_gemv_like(p));
       }
       auto s = open_cuda(p);
       CHECK_FALSE(s->bit_reproducible());

@@ -74,24 +74,14 @@ void check_mode(const std::string& mode) {
     loader::LoadOptions lo;
     if (f32_rows) lo.random_weights_seed = 7;  // the fixture's tensors are bf16
     else lo.weights_path = testing::fixture_dir() + "model.safetensors";
-    auto image = loader::load_program(p, lo);
-    INFO(image.status().message());
-    REQUIRE(image.is_ok());
-    auto ex = vm::make_cuda_executor(**image);
-    REQUIRE(ex.is_ok());
-    const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
-    REQUIRE(rep != nullptr);
-    INFO(rep->summary());
-    const auto gemvs = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
-      return t.op == ir::Opcode::GemvTile ||
-             (t.op == ir::Opcode::Fused && t.params.get_string("recipe")->find("GEMV") != std::string::npos);
-    });
+    const vm::GpuKernelReport rep = gputest::cuda_kernel_report(p, lo);
+    INFO(rep.summary());
     const auto step_gemvs = std::count_if(p.tasks.begin(), p.tasks.end(), [](const ir::Task& t) {
       return t.op == ir::Opcode::Fused && t.params.get_string("recipe")->rfind("RMSNORM_GEMV_", 0) == 0;
     });
     CHECK(step_gemvs > 0);
-    CHECK(rep->kernel == "rope");  // the kernel with step-position GEMVs (persistent_kernel.h)
-    CHECK(rep->streamed_tasks == gemvs);  // the rotating and appending tiles ride the ring too
+    CHECK(rep.kernel == "rope");  // the kernel with step-position GEMVs (persistent_kernel.h)
+    CHECK(rep.streamed_tasks == gputest::count_gemv_like(p));  // the rotating and appending tiles ride the ring too
   }
   if (f32_rows) {  // the same random model on the CPU VM: logits to fp32 rounding, every token
     gputest::check_gpu_equals_cpu_random(p, 7, g.prompt.front(), 16, 1e-4);

@@ -160,17 +160,11 @@ TEST_CASE("gpu session: with small fused tiles the weight ring carries them and 
   {
     loader::LoadOptions lo;
     lo.weights_path = testing::fixture_dir() + "model.safetensors";
-    auto image = loader::load_program(p, lo);
-    REQUIRE(image.is_ok());
-    auto ex = vm::make_cuda_executor(**image);
-    INFO(ex.status().message());
-    REQUIRE(ex.is_ok());
-    const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
-    REQUIRE(rep != nullptr);
-    INFO(rep->summary());
+    const vm::GpuKernelReport rep = gputest::cuda_kernel_report(p, lo);
+    INFO(rep.summary());
     if (gputest::device_sm_major() >= 9) {
-      CHECK(rep->ring_slots >= 2);
-      CHECK(rep->streamed_tasks > 0);
+      CHECK(rep.ring_slots >= 2);
+      CHECK(rep.streamed_tasks > 0);
     }
   }
   auto s = open_session(p, Backend::Cuda, testing::fixture_dir() + "model.safetensors");
