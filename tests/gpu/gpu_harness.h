@@ -16,6 +16,7 @@
 #include "ir/program.h"
 #include "loader/loader.h"
 #include "schedule/decode_preset.h"
+#include "tests/env_guard.h"
 #include "vm/cuda/cuda_executor.h"
 #include "vm/executor.h"
 
@@ -60,15 +61,9 @@ std::unique_ptr<loader::ProgramImage> load(const ir::Program& p, bool skip_valid
 /// Bytes of buffer `i` in `image`.
 size_t buffer_bytes(const loader::ProgramImage& image, int i);
 
-/// Set an environment variable for the lifetime of the object (the executor reads its measuring
-/// knobs, AMK_RING_SLOTS, AMK_ROPE_PROLOGUE_GENERIC, ..., when it is created).
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(const std::string& n, const std::string& value) : name(n) { setenv(n.c_str(), value.c_str(), 1); }
-  ~ScopedEnv() { unsetenv(name.c_str()); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-};
+/// An environment variable set for the lifetime of the object, then put back as it was (the
+/// executor reads its measuring knobs, AMK_RING_SLOTS, AMK_KERNEL, ..., when it is created).
+using ScopedEnv = testing::EnvGuard;
 
 /// Per-test knobs of compare_with_cpu().
 struct CompareOptions {

@@ -1,8 +1,8 @@
 // tests/gpu/kernel_choice_gpu_test.cpp: AMK_KERNEL, the measuring knob that runs a program on
 // another of the CUDA build's kernels (persistent_kernel.h, KernelEntry) to time a kernel's code
 // apart from the schedule. The tiny Llama's preset schedule without rope in qkv runs on each of the
-// four kernels and equals the CPU VM; a kernel without a recipe the program needs, or a name that is no kernel,
-// is refused at load with the setting named.
+// four kernels and equals the CPU VM; a kernel without a recipe the program needs, or a name that
+// is no kernel, is refused at load with the setting named.
 #ifdef AMK_GPU_TESTS
 #include <catch2/catch.hpp>
 

@@ -18,11 +18,11 @@
 #include "ir/opspec.h"
 #include "ir/validate.h"
 #include "schedule/decode_preset.h"
-#include "tests/schedule/env_guard.h"
 #include "schedule/fusion.h"
 #include "schedule/lower.h"
 #include "schedule/schedule_config.h"
 #include "targets/registry.h"
+#include "tests/env_guard.h"
 
 using namespace amk;
 using Catch::Matchers::Contains;

@@ -18,7 +18,7 @@
 #include "schedule/lower.h"
 #include "schedule/schedule_config.h"
 #include "targets/registry.h"
-#include "tests/schedule/env_guard.h"
+#include "tests/env_guard.h"
 
 using namespace amk;
 using Catch::Matchers::Contains;

@@ -1,6 +1,6 @@
-// tests/schedule/env_guard.h: one environment variable set (or unset) for a scope, then put back,
-// for the preset's switches that read the environment when a schedule is made
-// (AMK_ATTENTION_IN_O, AMK_ROPE_IN_QKV: schedule/decode_preset.h).
+// tests/env_guard.h: one environment variable set (or unset) for a scope, then put back as it was:
+// the preset's switches that read the environment when a schedule is made (AMK_ATTENTION_IN_O,
+// AMK_ROPE_IN_QKV: schedule/decode_preset.h) and the executor's measuring knobs ([gpu] tests).
 #pragma once
 
 #include <cstdlib>
