@@ -17,15 +17,12 @@ using ir::Opcode;
 
 namespace {
 
-/// The kernel report of a CUDA executor made for `p` (REQUIREs that one can be made).
+/// The kernel report of a CUDA executor made for `p` with gputest::load's random weights (REQUIREs
+/// that one can be made).
 vm::GpuKernelReport kernel_report(const ir::Program& p) {
-  auto image = gputest::load(p);
-  auto ex = vm::make_cuda_executor(*image);
-  INFO(ex.status().message());
-  REQUIRE(ex.is_ok());
-  const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
-  REQUIRE(rep != nullptr);
-  return *rep;
+  loader::LoadOptions lo;
+  lo.random_weights_seed = 11;
+  return gputest::cuda_kernel_report(p, lo);
 }
 
 ir::Program gemv_program(DType xt, DType wt, DType yt, int64_t K, int64_t n_out, int tiles, bool bias, int rows = 1) {
