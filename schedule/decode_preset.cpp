@@ -9,6 +9,7 @@
 
 #include "schedule/fusion.h"
 #include "schedule/tiling.h"
+#include "targets/registry.h"
 
 namespace amk::schedule {
 namespace {
@@ -84,7 +85,7 @@ bool decode_preset_attention_in_o_proj(const DecodePreset& preset, const ModelCo
   // Auto never picks a combination the lowering refuses, nor overrides a choice the preset was
   // given about what the group replaces: split-KV, head tiling, the fold, a dropped group.
   const bool attention_as_asked = preset.kv_partitions <= 1 && preset.heads_per_task == 0;
-  const bool groups_kept = !preset.mlp_fold && !drops(preset, {"rope", "attention"}) &&
+  const bool groups_kept = preset.mlp_fold != MlpFold::On && !drops(preset, {"rope", "attention"}) &&
                            !drops(preset, {"o_proj", "residual_add"});
   return attention_as_asked && groups_kept && attention_in_o_proj_shape_ok(model, max_seq, dtype) &&
          env_allows_attention_in_o();
@@ -96,6 +97,46 @@ bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& mo
   const bool asked = setting == "0" ? false : setting == "1" ? true : preset.rope_in_qkv;
   return asked && !decode_preset_attention_in_o_proj(preset, model, max_seq, dtype) &&
          !drops(preset, {"rmsnorm", "q_proj", "k_proj", "v_proj"});
+}
+
+std::optional<MlpFold> mlp_fold_from_name(std::string_view name) {
+  if (name == "auto") return MlpFold::Auto;
+  if (name == "on") return MlpFold::On;
+  if (name == "off") return MlpFold::Off;
+  return std::nullopt;
+}
+
+std::string mlp_fold_name(MlpFold mode) {
+  switch (mode) {
+    case MlpFold::On: return "on";
+    case MlpFold::Off: return "off";
+    case MlpFold::Auto: break;
+  }
+  return "auto";
+}
+
+bool mlp_fold_target_ok(const ir::GpuTarget& target) {
+  if (target.sm_arch < 90 || targets::target_is_amd(target) || target.num_sms <= 0 || !(target.hbm_bandwidth_gbs > 0.0))
+    return false;
+  return target.hbm_bandwidth_gbs / static_cast<double>(target.num_sms) <= kMlpFoldMaxGbsPerSm;
+}
+
+bool mlp_fold_shape_ok(const ModelConfig& model, ir::DType dtype) {
+  const bool half = dtype == ir::DType::BF16 || dtype == ir::DType::F16;
+  return half && model.hidden_size > 0 && model.hidden_size <= kMlpFoldAutoMaxHidden;
+}
+
+bool decode_preset_mlp_fold(const DecodePreset& preset, const ModelConfig& model, const ir::GpuTarget& target,
+                            int64_t max_seq, ir::DType dtype) {
+  if (preset.mlp_fold != MlpFold::Auto) return preset.mlp_fold == MlpFold::On;
+  // Auto never picks a combination the lowering refuses (the fold with the attention in o_proj,
+  // or without the {o_proj, residual_add} group that leaves h for it), nor overrides a dropped
+  // MLP group: --drop-fusion measures the schedule without that group, not with the fold.
+  const bool groups_kept = !drops(preset, {"rmsnorm", "gate_proj", "up_proj"}) &&
+                           !drops(preset, {"silu_mul", "down_proj", "residual_add"}) &&
+                           !drops(preset, {"o_proj", "residual_add"});
+  return groups_kept && mlp_fold_target_ok(target) && mlp_fold_shape_ok(model, dtype) &&
+         !decode_preset_attention_in_o_proj(preset, model, max_seq, dtype);
 }
 
 bool is_builtin_fusion_group(const std::string& text) {
@@ -140,21 +181,22 @@ int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConf
   return parts >= kMaxCombineOperands && model.gqa_group() % 2 == 0 ? 2 : 1;
 }
 
-std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& tiling,
-                               ir::DType dtype) {
+std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& target, int64_t max_seq,
+                               const DecodePreset& tiling, ir::DType dtype) {
   nlohmann::json j;
   j["fusion_grouping"] = nlohmann::json::array();
   const bool attention_in_o = decode_preset_attention_in_o_proj(tiling, model, max_seq, dtype);
+  const bool fold = decode_preset_mlp_fold(tiling, model, target, max_seq, dtype);
   const bool rope_qkv = decode_preset_rope_in_qkv(tiling, model, max_seq, dtype);
   for (const std::vector<std::string>& group : fusion_all_groups()) {
     // The fold replaces both MLP groups (it claims gate_proj and down_proj).
     const bool mlp = std::find(group.begin(), group.end(), "gate_proj") != group.end() ||
                      std::find(group.begin(), group.end(), "down_proj") != group.end();
-    const bool replaced = (tiling.mlp_fold && mlp) || (attention_in_o && replaced_by_attention_o_proj(group)) ||
+    const bool replaced = (fold && mlp) || (attention_in_o && replaced_by_attention_o_proj(group)) ||
                           (rope_qkv && replaced_by_rope_qkv(group));
     if (!drops(tiling, group) && !replaced) j["fusion_grouping"].push_back(group);
   }
-  if (tiling.mlp_fold) j["fusion_grouping"].push_back(mlp_fold_group());
+  if (fold) j["fusion_grouping"].push_back(mlp_fold_group());
   if (attention_in_o) j["fusion_grouping"].push_back(attention_o_proj_group());
   if (rope_qkv) j["fusion_grouping"].push_back(rope_qkv_group());
   j["sm_assignment"] = tiling.sm_assignment;
@@ -168,10 +210,10 @@ std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_
   };
   const Proj projs[] = {{"q_proj", q, h, q + 2 * kv},        {"k_proj", kv, h, q + 2 * kv},
                         {"v_proj", kv, h, q + 2 * kv},       {"o_proj", h, q, h},
-                        {"gate_proj", inter, h, tiling.mlp_fold ? inter : 2 * inter},  // the fold: gate's tiles alone
+                        {"gate_proj", inter, h, fold ? inter : 2 * inter},  // the fold: gate's tiles alone
                         {"up_proj", inter, h, 2 * inter},
                         {"down_proj", h, inter, h},          {"lm_head", model.vocab_size, h, model.vocab_size}};
-  const int64_t sms = std::max<int64_t>(1, num_sms);
+  const int64_t sms = std::max<int64_t>(1, target.num_sms);
   for (const Proj& p : projs) {
     int64_t rows = 0;
     const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/enums.h"
+#include "ir/program.h"
 #include "schedule/model_config.h"
 
 namespace amk::schedule {
@@ -32,6 +33,26 @@ inline constexpr int64_t kAttentionInOProjMaxSeq = 256;
 /// The only head_dim the auto rule takes: at 128 (the 8B) the per-tile K / V reads double and most
 /// of the saving goes (docs/ATTENTION_IN_O.md).
 inline constexpr int64_t kAttentionInOProjHeadDim = 64;
+/// Whether the preset folds down_proj into the gate / up tasks (docs/FOLD.md: one RMSNORM_MLP_FOLD
+/// stage instead of the gate / up and down stages; F32 atomic adds, so logits are not
+/// bit-reproducible run to run).
+enum class MlpFold {
+  Auto,  ///< decode_preset_mlp_fold's rule: where the target's HBM share per SM is small enough
+  On,    ///< always (the lowering refuses what the fold cannot do)
+  Off,   ///< never: gate / up and down stay two stages, and the logits bit-reproducible
+};
+
+/// The auto rule's bound on a target's HBM bandwidth per SM (its spec, GB/s): the fold gains only
+/// where its chunk consumer, slower per chunk than gate / up's, keeps up with the SM's share of
+/// HBM. Measured at two points: an H100 (spec 25.4 GB/s per SM, copy ~22.8) gains 2.7% (1B) and
+/// 1.9% (8B) with it; an H200 (36.4, copy ~31.9) lost 2% / 3% (docs/PERFORMANCE.md rows 165, 195).
+inline constexpr double kMlpFoldMaxGbsPerSm = 30.0;
+/// The widest hidden size the auto rule folds: a streamed fold task keeps each output vector of 8
+/// floats in kFoldVecsPerThread (2) registers of one of 352 compute threads (16-bit weights:
+/// 2 x 352 x 8; instructions/gemv_like.h, fold_stream_chunk_bytes). Wider models would run the
+/// plain fold, off the weight stream (Llama-3.1-70B's 8192). tests/instructions checks the two agree.
+inline constexpr int64_t kMlpFoldAutoMaxHidden = 5632;
+
 /// The environment variable that lets the auto rule turn the group on ("1"). The GPU kernel is not
 /// measured yet, so auto stays off without it; a later change makes the shape rule alone decide.
 inline constexpr const char* kAttentionInOEnv = "AMK_ATTENTION_IN_O";
@@ -74,8 +95,9 @@ struct DecodePreset {
   std::vector<std::string> drop_fusion;
   /// The MLP fold (docs/FOLD.md) instead of the gate / up and down groups: one stage of
   /// RMSNORM_MLP_FOLD tasks, tiles_per_stage per SM over the intermediate columns. Its logits are
-  /// not bit-reproducible run to run (F32 atomic adds), so it is off by default.
-  bool mlp_fold = false;
+  /// not bit-reproducible run to run (F32 atomic adds): Off keeps them so. Auto since session 49:
+  /// on where the target's HBM share per SM is small (decode_preset_mlp_fold).
+  MlpFold mlp_fold = MlpFold::Auto;
   /// The attention inside o_proj: each o_proj tile a FUSED ATTENTION_GEMV_ADD recomputing the
   /// layer's attention, so the attention stage and its hop go (the group replaces {rope, attention}
   /// and {o_proj, residual_add}; one KV partition, every head in each task).
@@ -93,6 +115,25 @@ struct DecodePreset {
 /// "0" or "1" (read now), and never with the attention in o_proj or a dropped qkv group.
 bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
                                ir::DType dtype = ir::DType::BF16);
+
+/// The targets the auto rule folds on: NVIDIA sm_90 or newer (the weight stream's fold; AMD and
+/// older NVIDIA targets would run the plain fold) with a known HBM bandwidth of at most
+/// kMlpFoldMaxGbsPerSm per SM.
+bool mlp_fold_target_ok(const ir::GpuTarget& target);
+
+/// The shapes the auto rule folds: bf16 / f16 and hidden_size <= kMlpFoldAutoMaxHidden.
+bool mlp_fold_shape_ok(const ModelConfig& model, ir::DType dtype);
+
+/// Whether the preset folds `model`'s MLP on `target`. On: yes; Off: no; Auto: when target and
+/// shape qualify, the attention is not in o_proj and neither MLP group nor {o_proj, residual_add}
+/// (which the fold needs) is dropped.
+bool decode_preset_mlp_fold(const DecodePreset& preset, const ModelConfig& model, const ir::GpuTarget& target,
+                            int64_t max_seq, ir::DType dtype = ir::DType::BF16);
+
+/// "auto" | "on" | "off" -> the knob; nullopt for anything else.
+std::optional<MlpFold> mlp_fold_from_name(std::string_view name);
+/// The knob's name ("auto").
+std::string mlp_fold_name(MlpFold mode);
 
 /// "auto" | "on" | "off" -> the knob; nullopt for anything else.
 std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name);
@@ -122,9 +163,10 @@ int64_t decode_preset_kv_partitions(const DecodePreset& preset, const ModelConfi
 int64_t decode_preset_heads_per_task(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
                                      ir::DType dtype = ir::DType::BF16);
 
-/// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on a target with `num_sms`
-/// SMs (>= 1), a KV cache of `max_seq` rows and activations / KV caches of `dtype` (the lowering's).
-std::string decode_preset_json(const ModelConfig& model, int64_t num_sms, int64_t max_seq, const DecodePreset& preset,
-                               ir::DType dtype = ir::DType::BF16);
+/// The preset as ScheduleConfig JSON (docs/SCHEDULE.md) for `model` on `target` (its SM count,
+/// taken as >= 1, cuts the tiles; its bandwidth and arch decide the auto fold), a KV cache of
+/// `max_seq` rows and activations / KV caches of `dtype` (the lowering's).
+std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& target, int64_t max_seq,
+                               const DecodePreset& preset, ir::DType dtype = ir::DType::BF16);
 
 }  // namespace amk::schedule

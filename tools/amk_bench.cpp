@@ -327,9 +327,14 @@ int main(int argc, char** argv) {
       decode->add_flag("!--no-rope-in-qkv", dopt.tiling.rope_in_qkv,
                        "built-in schedule: rope in the attention tasks instead of the q / k GEMVs "
                        "(docs/ROPE_IN_GEMV.md; AMK_ROPE_IN_QKV=0 / 1 overrides either way)"),
-      decode->add_flag("--mlp-fold", dopt.tiling.mlp_fold,
-                       "built-in schedule: fold down_proj into the gate / up tasks (F32 atomic adds: logits not "
-                       "bit-reproducible; docs/FOLD.md)"),
+      decode->add_flag_callback(
+          "--mlp-fold", [&dopt] { dopt.tiling.mlp_fold = amk::schedule::MlpFold::On; },
+          "built-in schedule: fold down_proj into the gate / up tasks on any target (F32 atomic adds: logits not "
+          "bit-reproducible; docs/FOLD.md). Without it or --no-mlp-fold: where the target's HBM share per SM is "
+          "small (H100)"),
+      decode->add_flag_callback(
+          "--no-mlp-fold", [&dopt] { dopt.tiling.mlp_fold = amk::schedule::MlpFold::Off; },
+          "built-in schedule: never fold the MLP (bit-reproducible logits)"),
   };
   for (CLI::Option* knob : preset_knobs) knob->excludes(schedule);
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");

@@ -33,8 +33,8 @@ constexpr const char* kFooter = R"amk(Exit codes:
   0  the program was lowered, ACCEPTED by the validator and written
   1  bad input (unreadable or refused config, bad schedule knob, unknown target), or the
      validator rejected the lowered program (nothing is written then)
-  2  usage error (unknown flag, missing CONFIG, --target or -o, bad --dtype or --preset,
-     --schedule with --preset)
+  2  usage error (unknown flag, missing CONFIG, --target or -o, bad --dtype, --preset or
+     --mlp-fold, --schedule with --preset, --mlp-fold without --preset)
 
 --json prints one JSON document to stdout (docs/JSON.md):
   {"tool": "amk-compile", "version": "<amk version>", "ok": true|false, "exit_code": <int>,
@@ -45,13 +45,17 @@ constexpr const char* kFooter = R"amk(Exit codes:
    "errors": [{"rule": "<validator rule>", "message": "..."}]}
 Knobs of the schedule file are documented in docs/SCHEDULE.md. --preset gpu-decode is the
 schedule amk-bench decode measures with: every fusion, each stage cut into one tile per SM,
-"stage_balance", split-KV by --max-seq; it needs a target with SMs.)amk";
+"stage_balance", split-KV by --max-seq; it needs a target with SMs. On targets with a small HBM
+share per SM (h100) it folds down_proj into the gate / up tasks (docs/FOLD.md), whose F32 atomic
+adds make logits vary in the last bits run to run (the program's meta.reproducible is false);
+--mlp-fold off keeps them bit-reproducible, --mlp-fold on folds on any target.)amk";
 
 struct Options {
   std::string config;
   std::string target;
   std::string schedule;
   std::string preset;  // empty = the schedule file's (or the default) knobs
+  std::string mlp_fold = "auto";  // the preset's MlpFold knob (CLI11 checks the name)
   std::string output;
   int64_t max_seq = 0;
   std::string dtype = "bf16";
@@ -104,6 +108,9 @@ void print_summary(const Options& opt, const amk::ir::Program& p, const amk::ir:
               t.name.c_str());
   std::printf("  validate  ACCEPTED (%zu warnings, critical path %lld tasks)\n", v.warnings.size(),
               static_cast<long long>(v.stats.critical_path));
+  if (p.meta.contains("reproducible") && p.meta["reproducible"] == false)
+    std::printf("  note      logits not bit-reproducible run to run: %s\n",
+                p.meta.value("reproducible_note", std::string()).c_str());
 }
 
 int run(const Options& opt) {
@@ -135,8 +142,10 @@ int run(const Options& opt) {
     // The preset sizes split-KV by the KV cache the lowering will make.
     auto max_seq = amk::schedule::resolve_max_seq(*model, opt.max_seq);
     if (!max_seq) return fail(opt, doc, max_seq.status());
+    amk::schedule::DecodePreset preset;
+    preset.mlp_fold = *amk::schedule::mlp_fold_from_name(opt.mlp_fold);  // CLI11 checked the name
     auto sc = amk::schedule::schedule_config_from_json_text(
-        amk::schedule::decode_preset_json(*model, target->num_sms, *max_seq, amk::schedule::DecodePreset{},
+        amk::schedule::decode_preset_json(*model, *target, *max_seq, preset,
                                           *amk::schedule::lower_dtype_from_name(opt.dtype)),  // CLI11 checked the name
         "preset " + opt.preset);
     if (!sc) return fail(opt, doc, sc.status());
@@ -219,9 +228,16 @@ int main(int argc, char** argv) {
   CLI::Option* schedule =
       app.add_option("-s,--schedule", opt.schedule, "ScheduleConfig JSON file (docs/SCHEDULE.md); default knobs if absent")
           ->type_name("SCHEDULE.json");
-  app.add_option("--preset", opt.preset, "A built-in schedule instead of a file: gpu-decode (see below)")
-      ->check(CLI::IsMember({"gpu-decode"}))
-      ->excludes(schedule);
+  CLI::Option* preset =
+      app.add_option("--preset", opt.preset, "A built-in schedule instead of a file: gpu-decode (see below)")
+          ->check(CLI::IsMember({"gpu-decode"}))
+          ->excludes(schedule);
+  app.add_option("--mlp-fold", opt.mlp_fold,
+                 "With --preset: fold down_proj into the gate / up tasks (auto: where the target's HBM share per "
+                 "SM is small; see below)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->needs(preset)
+      ->capture_default_str();
   app.add_option("--max-seq", opt.max_seq, "KV cache rows; 0 = min(max_position_embeddings, 4096)")
       ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()))  // not NonNegativeNumber: it prints DBL_MAX
       ->capture_default_str();

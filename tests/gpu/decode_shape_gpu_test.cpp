@@ -27,7 +27,7 @@ bench::DecodeCheck check_preset(const schedule::ModelConfig& model, int64_t max_
   auto target = bench::resolve_bench_target("auto", vm::cuda_device_name());
   REQUIRE(target.is_ok());
   auto cfg = schedule::schedule_config_from_json_text(
-      schedule::decode_preset_json(model, target->num_sms, max_seq, preset), "preset");
+      schedule::decode_preset_json(model, *target, max_seq, preset), "preset");
   REQUIRE(cfg.is_ok());
   auto rig = bench::build_decode_rig(model, *target, *cfg, max_seq, 1, "cublas-graph");
   REQUIRE(rig.is_ok());
@@ -44,11 +44,18 @@ TEST_CASE("decode rig: the Llama-3.2-1B shape's streamed decode matches the cuBL
   REQUIRE(model.is_ok());
   schedule::DecodePreset rope_in_attention;  // the preset before rope in qkv became its default
   rope_in_attention.rope_in_qkv = false;
+  // The MLP fold both ways, whatever this device's auto choice (docs/FOLD.md).
+  schedule::DecodePreset fold, no_fold;
+  fold.mlp_fold = schedule::MlpFold::On;
+  no_fold.mlp_fold = schedule::MlpFold::Off;
   // max_seq 256: the ctx-128 benchmark's program; 8192: split-KV attention with its combine.
   for (const auto& [max_seq, preset] : {std::pair{int64_t{256}, schedule::DecodePreset{}},
                                         std::pair{int64_t{8192}, schedule::DecodePreset{}},
-                                        std::pair{int64_t{256}, rope_in_attention}}) {
-    INFO("max_seq " << max_seq << (preset.rope_in_qkv ? "" : ", rope in attention"));
+                                        std::pair{int64_t{256}, rope_in_attention},
+                                        std::pair{int64_t{256}, fold},
+                                        std::pair{int64_t{8192}, no_fold}}) {
+    INFO("max_seq " << max_seq << (preset.rope_in_qkv ? "" : ", rope in attention") << ", MLP fold "
+                    << schedule::mlp_fold_name(preset.mlp_fold));
     const bench::DecodeCheck check = check_preset(*model, max_seq, 6, preset);
     INFO(check.mismatch);
     CHECK(check.mismatch.empty());

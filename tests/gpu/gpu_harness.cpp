@@ -19,6 +19,7 @@
 #include "vm/golden_fixture.h"
 #include "vm/gpu_backends.h"
 #include "vm/session.h"
+#include "tools/bench/decode_rig.h"
 
 namespace amk::gputest {
 
@@ -58,10 +59,17 @@ int device_sm_count() {
   return current_props(&p) ? p.multiProcessorCount : 0;
 }
 
+ir::GpuTarget device_target() {
+  auto known = bench::resolve_bench_target("auto", vm::cuda_device_name());
+  ir::GpuTarget t = known.is_ok() ? *known : *targets::target_find("h200");
+  t.num_sms = device_sm_count();
+  return t;
+}
+
 ir::Program lower_tiny_preset(const schedule::DecodePreset& preset, ir::DType dtype, std::optional<ir::DType> weight_dtype) {
   auto model = schedule::model_config_load(std::string(AMK_SOURCE_DIR) + "/tests/fixtures/tiny_llama/config.json");
   REQUIRE(model.is_ok());
-  auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, device_sm_count(), 256, preset),
+  auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, device_target(), 256, preset, dtype),
                                                       "gpu-decode preset");
   INFO(cfg.status().message());
   REQUIRE(cfg.is_ok());

@@ -29,6 +29,11 @@ int device_sm_major();
 /// Streaming multiprocessors of the current device, 0 when they cannot be read.
 int device_sm_count();
 
+/// The built-in target of this device as amk-bench picks it (the h200 spec where none matches),
+/// with the device's SM count: what the gpu-decode preset is lowered for in these tests, so its
+/// auto choices (the MLP fold) are the ones users of this device get.
+ir::GpuTarget device_target();
+
 /// The bundled tiny Llama (tests/fixtures/tiny_llama) lowered by the gpu-decode preset `preset` for
 /// this device's SMs: max_seq 256, activations / caches of `dtype`, weights of `weight_dtype`
 /// (nullopt: the lowering's default). REQUIREs every step.

@@ -29,7 +29,7 @@ namespace {
 /// The gpu-decode preset with the fold, lowered for this device's SMs.
 ir::Program lower_fold(ir::DType dtype, std::optional<ir::DType> weight_dtype) {
   schedule::DecodePreset preset;
-  preset.mlp_fold = true;
+  preset.mlp_fold = schedule::MlpFold::On;
   return gputest::lower_tiny_preset(preset, dtype, weight_dtype);
 }
 

@@ -29,6 +29,7 @@ namespace {
 ir::Program lower_rope_qkv(ir::DType dtype, std::optional<ir::DType> weight_dtype) {
   schedule::DecodePreset preset;
   preset.rope_in_qkv = true;
+  preset.mlp_fold = schedule::MlpFold::Off;  // the rope kernel's path (the fold's tests have their own)
   return gputest::lower_tiny_preset(preset, dtype, weight_dtype);
 }
 

@@ -129,7 +129,7 @@ TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logi
                     << (preset.rope_in_qkv ? "" : ", rope in attention"));
     if (!fused_o)
       REQUIRE(schedule::decode_preset_kv_partitions(preset, *model, max_seq) == (max_seq > 2048 ? 2 : 1));
-    auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, sms, max_seq, preset),
+    auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, gputest::device_target(), max_seq, preset),
                                                         "gpu-decode preset");
     INFO(cfg.status().message());
     REQUIRE(cfg.is_ok());

@@ -56,7 +56,7 @@ TEST_CASE("decode rig: the preset's schedule passes the check against the cuBLAS
   const int64_t max_seq = bench::bench_max_seq(64, 12);
   CHECK(max_seq == 256);
   auto cfg = schedule::schedule_config_from_json_text(
-      schedule::decode_preset_json(*model, target->num_sms, max_seq, schedule::DecodePreset{}), "preset");
+      schedule::decode_preset_json(*model, *target, max_seq, schedule::DecodePreset{}), "preset");
   REQUIRE(cfg.is_ok());
   auto rig = bench::build_decode_rig(*model, *target, *cfg, max_seq, 7, "cublas-graph");
   REQUIRE(rig.is_ok());
@@ -113,7 +113,7 @@ TEST_CASE("amk-bench tune: a small space on the device, every candidate checked,
       schedule::DecodePreset p;
       p.tiles_per_stage = tiles;
       p.argmax_tiles_per_sm = argmax;
-      candidates.insert(nlohmann::json::parse(schedule::decode_preset_json(*model, target->num_sms, max_seq, p)).dump());
+      candidates.insert(nlohmann::json::parse(schedule::decode_preset_json(*model, *target, max_seq, p)).dump());
     }
   CHECK(candidates.count(nlohmann::json::parse(written).dump()) == 1);
   auto cfg = schedule::schedule_config_load(o.out);

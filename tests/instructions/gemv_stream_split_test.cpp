@@ -7,7 +7,9 @@
 
 #include <algorithm>
 
+#include "instructions/block_geometry.h"
 #include "instructions/gemv_like.h"
+#include "schedule/decode_preset.h"
 
 using amk::instructions::gemv_stream_chunking;
 using amk::instructions::gemv_stream_split;
@@ -195,6 +197,32 @@ TEST_CASE("stream split: a fold's chunk holds whole columns where they fill a sl
   GemvPlan not_fold = plan_for(2048, 4);
   not_fold.fold = false;
   CHECK(fold_stream_chunk_bytes(not_fold, kSlot, 4096, kThreads) == 0);
+}
+
+TEST_CASE("stream split: the preset's auto fold bound is the widest hidden size a streamed fold takes", "[instructions][fold]") {
+  // schedule::kMlpFoldAutoMaxHidden restates this consumer's limit (the schedule library does not
+  // see the kernel's geometry): 16-bit rows of that width ride the ring, one vector wider do not.
+  using amk::instructions::fold_stream_chunk_bytes;
+  alignas(16) static float out[8192];
+  alignas(16) static uint16_t w[16];
+  const auto plan_for = [&](int64_t K) {
+    amk::instructions::GemvPlan p;
+    p.fold = true;
+    p.mm.K = K;
+    p.mm.w.ptr = w;
+    p.mm.w.dtype = AMK_DTYPE_BF16;
+    p.mm.y.ptr = out;
+    p.mm.y.dtype = AMK_DTYPE_F32;
+    p.mm.m_begin = 0;
+    p.mm.m_end = 1;
+    p.mm.n_begin = 0;
+    p.mm.n_end = 3 * 4;
+    return p;
+  };
+  constexpr int64_t kMax = amk::schedule::kMlpFoldAutoMaxHidden, kSlot = 64 * 1024;
+  const int64_t threads = amk::instructions::kComputeThreads;
+  CHECK(fold_stream_chunk_bytes(plan_for(kMax), kSlot, kMax + 4, threads) > 0);
+  CHECK(fold_stream_chunk_bytes(plan_for(kMax + 8), kSlot, kMax + 12, threads) == 0);
 }
 
 TEST_CASE("stream split: the measuring knobs' fixed splits cover the rows or are refused", "[instructions]") {

@@ -55,7 +55,7 @@ struct EnvGuard : testing::EnvGuard {
 
 nlohmann::json preset_json(const schedule::ModelConfig& m, int64_t max_seq, const schedule::DecodePreset& preset,
                            ir::DType dtype = ir::DType::BF16) {
-  return nlohmann::json::parse(schedule::decode_preset_json(m, 132, max_seq, preset, dtype));
+  return nlohmann::json::parse(schedule::decode_preset_json(m, *targets::target_find("h200"), max_seq, preset, dtype));
 }
 
 // The preset with the attention in o_proj as `mode` says and the rope in the attention tasks, so
@@ -64,7 +64,7 @@ ir::ScheduleConfig preset_config(const schedule::ModelConfig& m, int64_t max_seq
   schedule::DecodePreset preset;
   preset.attention_in_o_proj = mode;
   preset.rope_in_qkv = false;
-  auto c = schedule::schedule_config_from_json_text(schedule::decode_preset_json(m, 132, max_seq, preset), "preset");
+  auto c = schedule::schedule_config_from_json_text(schedule::decode_preset_json(m, *targets::target_find("h200"), max_seq, preset), "preset");
   INFO(c.status().message());
   REQUIRE(c.is_ok());
   return *c;
@@ -359,7 +359,7 @@ TEST_CASE("the gpu-decode preset: auto with AMK_ATTENTION_IN_O=1 takes only shor
   CHECK_FALSE(has_group(preset_json(llama_8b(), 256, autos), kGroup));
   // Auto does not override what the preset was told about what the group replaces.
   for (const auto& tweak : std::vector<std::function<void(schedule::DecodePreset&)>>{
-           [](schedule::DecodePreset& p) { p.mlp_fold = true; },
+           [](schedule::DecodePreset& p) { p.mlp_fold = schedule::MlpFold::On; },
            [](schedule::DecodePreset& p) { p.drop_fusion = {"rope,attention"}; },
            [](schedule::DecodePreset& p) { p.drop_fusion = {"residual_add,o_proj"}; },
            [](schedule::DecodePreset& p) { p.kv_partitions = 2; },

@@ -10,6 +10,7 @@
 
 #include "schedule/decode_preset.h"
 #include "schedule/model_config.h"
+#include "targets/registry.h"
 
 using namespace amk;
 
@@ -19,7 +20,7 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   const schedule::DecodePreset defaults;
   CHECK(defaults.tiles_per_stage == 1);
   CHECK(defaults.lm_head_tiles_per_sm == 1);
-  const auto d = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, defaults));
+  const auto d = nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 8192, defaults));
   CHECK(d["sm_assignment"] == "stage_balance");
   // A stage's projections share its SMs: q/k/v (2048 + 512 + 512 rows) in 24-row tiles (86 + 22 +
   // 22 = 130 tasks), gate/up (2 x 8192 rows) in 125-row tiles (132 tasks), o and down (2048 rows
@@ -37,10 +38,10 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(d["tiling"]["argmax"]["N_tile"] == 976);
   schedule::DecodePreset whole_argmax = defaults;
   whole_argmax.argmax_tiles_per_sm = 0;
-  CHECK_FALSE(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, whole_argmax))["tiling"].contains("argmax"));
+  CHECK_FALSE(nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 8192, whole_argmax))["tiling"].contains("argmax"));
   schedule::DecodePreset two = defaults;
   two.tiles_per_stage = 2;
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, two))["tiling"]["q_proj"]["N_tile"] == 12);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 8192, two))["tiling"]["q_proj"]["N_tile"] == 12);
 
   // The fixed-size tiles of the earlier default (rows 14-25 of docs/PERFORMANCE.md).
   schedule::DecodePreset tiling = defaults;
@@ -50,7 +51,7 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   // the short caches below in auto, has its own tests: attention_o_proj_lower_test.cpp).
   tiling.attention_in_o_proj = schedule::AttentionInOProj::Off;
   CHECK(tiling.tile_kib == 256);
-  const auto j = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, tiling));
+  const auto j = nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 8192, tiling));
   CHECK(j["sm_assignment"] == "load_balance");
   // hidden 2048 (bf16 rows of 4 KiB): 64 rows per 256 KiB tile; down_proj rows are 16 KiB: 16 rows.
   CHECK(j["tiling"]["q_proj"]["N_tile"] == 64);
@@ -78,7 +79,7 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
   CHECK(schedule::decode_preset_heads_per_task(tiling, wide, 8192) == 2);
   schedule::DecodePreset grouped = tiling;
   grouped.heads_per_task = 4;  // given: as given, within [1, n_heads]
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 8192, grouped))["tiling"]["attention"]["heads_per_task"] == 4);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 8192, grouped))["tiling"]["attention"]["heads_per_task"] == 4);
   grouped.heads_per_task = 1000;
   CHECK(schedule::decode_preset_heads_per_task(grouped, *model, 8192) == 32);
   grouped.heads_per_task = 1;  // one head a task at 8 partitions too when asked
@@ -89,11 +90,11 @@ TEST_CASE("the gpu-decode preset: one tile per SM per stage, stage_balance, spli
 
   schedule::DecodePreset plain = tiling;
   plain.lm_head_tiles_per_sm = 0;  // the LM head tiled like the rest
-  const auto k = nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 128, plain));
+  const auto k = nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 128, plain));
   CHECK(k["tiling"]["lm_head"]["N_tile"] == 64);
   CHECK(k["tiling"]["attention"]["kv_partitions"] == 1);
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 65536, plain))["tiling"]["attention"]["kv_partitions"] == 16);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 4096, plain))["tiling"]["attention"]["kv_partitions"] == 2);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 65536, plain))["tiling"]["attention"]["kv_partitions"] == 16);
   plain.kv_partitions = 4;  // given: whatever max_seq says
-  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
+  CHECK(nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h200"), 128, plain))["tiling"]["attention"]["kv_partitions"] == 4);
 }

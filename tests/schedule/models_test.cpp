@@ -2,6 +2,7 @@
 // time budget, and the amk-compile binary reproduces examples/tiny_llama/program.json byte for byte.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -94,7 +95,7 @@ TEST_CASE("models: the gpu-decode preset lowers real shapes into valid programs"
       REQUIRE(model.is_ok());
       if (max_seq > model->max_position_embeddings) continue;
       auto c = schedule::schedule_config_from_json_text(
-          schedule::decode_preset_json(*model, 132, max_seq, schedule::DecodePreset{}), "preset");
+          schedule::decode_preset_json(*model, *targets::target_find("h200"), max_seq, schedule::DecodePreset{}), "preset");
       INFO(config << ", max_seq " << max_seq << ": " << c.status().message());
       REQUIRE(c.is_ok());
       const Timed t = lower_and_validate(config, *c, "h100", max_seq);
@@ -148,18 +149,41 @@ TEST_CASE("amk-compile --preset gpu-decode writes the preset's schedule", "[sche
   auto model = schedule::model_config_load(tiny);
   REQUIRE(model.is_ok());
   const nlohmann::json preset =
-      nlohmann::json::parse(schedule::decode_preset_json(*model, 132, 256, schedule::DecodePreset{}));
+      nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h100"), 256, schedule::DecodePreset{}));
   CHECK(written["config"]["sm_assignment"] == "stage_balance");
   for (const char* proj : {"q_proj", "o_proj", "gate_proj", "down_proj", "lm_head"}) {
     INFO(proj);
     CHECK(written["config"]["tiling"][proj]["N_tile"] == preset["tiling"][proj]["N_tile"]);
   }
   CHECK(written["config"]["fusion_grouping"] == preset["fusion_grouping"]);
+  // On an H100 the preset folds the MLP (docs/FOLD.md), and the program says its logits are not
+  // bit-reproducible; --mlp-fold off keeps the two MLP stages, --mlp-fold on folds on an H200 too.
+  const auto fold_tasks = [](const nlohmann::json& program) {
+    return std::count_if(program["tasks"].begin(), program["tasks"].end(), [](const nlohmann::json& t) {
+      return t.value("label", std::string()).find("mlp_fold") != std::string::npos;
+    });
+  };
+  CHECK(fold_tasks(written) > 0);
+  CHECK(written["meta"]["reproducible"] == false);
+  REQUIRE(run(bin + " " + tiny + " --target h100 --max-seq 256 --preset gpu-decode --mlp-fold off -o " + out) == 0);
+  const nlohmann::json unfolded = nlohmann::json::parse(read_file(out));
+  CHECK(fold_tasks(unfolded) == 0);
+  CHECK_FALSE(unfolded["meta"].contains("reproducible"));
+  schedule::DecodePreset off;
+  off.mlp_fold = schedule::MlpFold::Off;
+  CHECK(unfolded["config"]["fusion_grouping"] ==
+        nlohmann::json::parse(schedule::decode_preset_json(*model, *targets::target_find("h100"), 256, off))["fusion_grouping"]);
+  REQUIRE(run(bin + " " + tiny + " --target h200 --max-seq 256 --preset gpu-decode -o " + out) == 0);
+  CHECK(fold_tasks(nlohmann::json::parse(read_file(out))) == 0);
+  REQUIRE(run(bin + " " + tiny + " --target h200 --max-seq 256 --preset gpu-decode --mlp-fold on -o " + out) == 0);
+  CHECK(fold_tasks(nlohmann::json::parse(read_file(out))) > 0);
 
   // Usage errors (2): an unknown preset, a preset with a schedule file; bad input (1): a target
   // without SMs, named in the message. Nothing is written in any of them.
   std::remove(out.c_str());
   CHECK(run(bin + " " + tiny + " --target h100 --preset fastest -o " + out) == 2);
+  CHECK(run(bin + " " + tiny + " --target h100 --preset gpu-decode --mlp-fold maybe -o " + out) == 2);
+  CHECK(run(bin + " " + tiny + " --target h100 --mlp-fold on -o " + out) == 2);  // --mlp-fold needs --preset
   const std::string empty_schedule = kBin + "/schedule_test_empty_schedule.json";
   std::ofstream(empty_schedule) << "{}";
   CHECK(run(bin + " " + tiny + " --target h100 --schedule " + empty_schedule + " -o " + out) == 0);  // a valid file

@@ -36,7 +36,7 @@ ir::ScheduleConfig preset_config(const schedule::ModelConfig& m, int64_t max_seq
   schedule::DecodePreset preset;
   preset.rope_in_qkv = rope_in_qkv;
   preset.attention_in_o_proj = attention;
-  auto c = schedule::schedule_config_from_json_text(schedule::decode_preset_json(m, 132, max_seq, preset), "preset");
+  auto c = schedule::schedule_config_from_json_text(schedule::decode_preset_json(m, *targets::target_find("h200"), max_seq, preset), "preset");
   INFO(c.status().message());
   REQUIRE(c.is_ok());
   return *c;

@@ -26,7 +26,7 @@ ir::Program lowered_1b(int64_t max_seq) {
   REQUIRE(model.is_ok());
   const ir::GpuTarget target = *targets::target_find("h200");
   auto cfg = schedule::schedule_config_from_json_text(
-      schedule::decode_preset_json(*model, target.num_sms, max_seq, schedule::DecodePreset{}), "preset");
+      schedule::decode_preset_json(*model, target, max_seq, schedule::DecodePreset{}), "preset");
   REQUIRE(cfg.is_ok());
   auto p = schedule::lower(*model, *cfg, target, schedule::LowerOptions{max_seq, ir::DType::BF16, std::nullopt});
   REQUIRE(p.is_ok());

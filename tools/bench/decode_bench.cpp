@@ -28,7 +28,8 @@ namespace {
 constexpr int kExitOk = 0, kExitBadInput = 1, kExitGpu = 3, kExitMismatch = 4;
 
 /// One line on the built-in schedule a run measured (its full knobs are in the --json document).
-std::string preset_summary(const schedule::DecodePreset& p, const schedule::ModelConfig& model, int64_t max_seq) {
+std::string preset_summary(const schedule::DecodePreset& p, const schedule::ModelConfig& model,
+                           const ir::GpuTarget& target, int64_t max_seq) {
   std::ostringstream out;
   out << "built-in gpu-decode preset (" << p.sm_assignment << ", ";
   if (p.tiles_per_stage > 0) out << p.tiles_per_stage << " tile(s) per SM per stage";
@@ -37,7 +38,9 @@ std::string preset_summary(const schedule::DecodePreset& p, const schedule::Mode
   out << ", " << schedule::decode_preset_kv_partitions(p, model, max_seq) << " KV partition(s), "
       << schedule::decode_preset_heads_per_task(p, model, max_seq) << " head(s) per attention task";
   for (const std::string& g : p.drop_fusion) out << ", without " << g;
-  if (p.mlp_fold) out << ", MLP fold (F32 atomic adds: logits not bit-reproducible)";
+  // What the preset resolved: the auto fold depends on the target.
+  if (schedule::decode_preset_mlp_fold(p, model, target, max_seq))
+    out << ", MLP fold (F32 atomic adds: logits not bit-reproducible; --no-mlp-fold keeps them so)";
   // What the preset resolved (AMK_ROPE_IN_QKV may override the knob), so an A/B names its side.
   out << (schedule::decode_preset_rope_in_qkv(p, model, max_seq) ? ", rope in the q / k GEMVs" : ", rope in attention");
   out << ")";
@@ -70,7 +73,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
 
   // The built-in schedule's knobs (the gpu-decode preset), or --schedule's file.
   const std::string preset_json =
-      o.schedule.empty() ? schedule::decode_preset_json(*model, target->num_sms, max_seq, o.tiling) : std::string();
+      o.schedule.empty() ? schedule::decode_preset_json(*model, *target, max_seq, o.tiling) : std::string();
   Result<ir::ScheduleConfig> cfg = o.schedule.empty()
                                        ? schedule::schedule_config_from_json_text(preset_json, "built-in decode schedule")
                                        : schedule::schedule_config_load(o.schedule);
@@ -146,7 +149,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     std::printf("model: %s (target %s), %zu tasks, weights %.1f MB (bf16, seeded random, seed %llu)\n",
                 o.model.c_str(), target->name.c_str(), amk.program.tasks.size(), wbytes / 1e6,
                 static_cast<unsigned long long>(o.seed));
-    std::printf("schedule: %s\n", preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, *model, amk.max_seq).c_str());
+    std::printf("schedule: %s\n", preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, *model, *target, amk.max_seq).c_str());
     std::printf("copy bandwidth: %.0f GB/s (D2D %zu MiB, read + write)\n", bw->gbs, bw->bytes >> 20);
     if (!amk.emulation.empty()) std::printf("emulation: %s\n", amk.emulation.c_str());
     if (amk.base)

@@ -167,7 +167,7 @@ int run_tune_on_device(const TuneBenchOptions& o, const schedule::ModelConfig& m
 
   Status device_failure;
   const auto key_of = [&](const schedule::DecodePreset& p) {
-    return schedule::decode_preset_json(model, target->num_sms, max_seq, p);
+    return schedule::decode_preset_json(model, *target, max_seq, p);
   };
   int counted = 0;
   const auto measure = [&](const schedule::DecodePreset& p, const std::string& key) {
