@@ -45,7 +45,7 @@ enum class MlpFold {
 /// The auto rule's bound on a target's HBM bandwidth per SM (its spec, GB/s): the fold gains only
 /// where its chunk consumer, slower per chunk than gate / up's, keeps up with the SM's share of
 /// HBM. Measured at two points: an H100 (spec 25.4 GB/s per SM, copy ~22.8) gains 2.7% (1B) and
-/// 1.9% (8B) with it; an H200 (36.4, copy ~31.9) lost 2% / 3% (docs/PERFORMANCE.md rows 165, 195).
+/// 1.9% (8B) with it; an H200 (36.4, copy ~31.9) lost 2% / 3% (docs/PERFORMANCE.md rows 165, 196-197).
 inline constexpr double kMlpFoldMaxGbsPerSm = 30.0;
 /// The widest hidden size the auto rule folds: a streamed fold task keeps each output vector of 8
 /// floats in kFoldVecsPerThread (2) registers of one of 352 compute threads (16-bit weights:
