@@ -61,6 +61,8 @@ TEST_CASE("tune space: the built-in space starts at the preset and fits the mode
   CHECK(axis(big, "drop_fusion")->values.front() == json::array());
   // The rope in the q / k GEMVs (the preset's default) first, then in the attention tasks.
   CHECK(axis(big, "rope_in_qkv")->values == std::vector<json>{true, false});
+  // The MLP fold by the target rule first, then forced on and off.
+  CHECK(axis(big, "mlp_fold")->values == std::vector<json>{"auto", "on", "off"});
   // A 256-row cache has no room for partitions of 256 rows beyond one.
   CHECK(axis(bench::default_tune_space(m, 256), "kv_partitions")->values == std::vector<json>{0, 1});
   CHECK(axis(bench::default_tune_space(m, 1024), "kv_partitions")->values == std::vector<json>{0, 1, 2, 4});
@@ -96,6 +98,12 @@ TEST_CASE("tune space: a file's axes in its own order, every value applied to th
   CHECK(knobs["tiles_per_stage"] == 2);
   CHECK(knobs["kv_partitions"] == 0);
   CHECK(knobs["drop_fusion"].size() == 2);
+  CHECK(knobs["mlp_fold"] == "auto");
+  p = bench::tune_apply(*p, "mlp_fold", "off");
+  REQUIRE(p.is_ok());
+  CHECK(p->mlp_fold == schedule::MlpFold::Off);
+  CHECK(bench::tune_preset_json(*p)["mlp_fold"] == "off");
+  CHECK_THAT(bench::tune_label(*p), Contains("rope_in_qkv=false mlp_fold=off"));
   // A value the space never validated is a bug in the caller, not silently ignored.
   CHECK(bench::tune_apply(schedule::DecodePreset{}, "kv_partitions", 17).status().code() == StatusCode::Internal);
   CHECK(bench::tune_apply(schedule::DecodePreset{}, "no_such_axis", 1).status().code() == StatusCode::Internal);
@@ -117,6 +125,8 @@ TEST_CASE("tune space: bad space files are refused naming the axis and the eleme
   CHECK_THAT(refusal(R"({"sm_assignment": [3]})"), Contains("sm_assignment[0]: 3 is not a string"));
   CHECK_THAT(refusal(R"({"rope_in_qkv": [true, 1]})"), Contains("space.json: rope_in_qkv[1]: 1 is not true or false"));
   CHECK_THAT(refusal(R"({"rope_in_qkv": [false, false]})"), Contains("rope_in_qkv[1]: false is listed twice"));
+  CHECK_THAT(refusal(R"({"mlp_fold": ["auto", "yes"]})"), Contains("space.json: mlp_fold[1]: \"yes\" is not \"auto\", \"on\" or \"off\""));
+  CHECK_THAT(refusal(R"({"mlp_fold": [true]})"), Contains("mlp_fold[0]: true is not \"auto\""));
   CHECK_THAT(refusal(R"({"drop_fusion": ["rope,kv_append"]})"),
              Contains("drop_fusion[0]: \"rope,kv_append\" is not an array of fusion groups"));
   CHECK_THAT(refusal(R"({"drop_fusion": [["rope,kvappend"]]})"),
@@ -148,7 +158,7 @@ TEST_CASE("tune space: every integer axis has the range its amk-bench decode fla
   for (const std::string& name : bench::tune_axis_names()) {
     INFO(name);
     const bench::KnobRange r = bench::preset_knob_range(name);
-    if (name == "sm_assignment" || name == "drop_fusion" || name == "rope_in_qkv") {
+    if (name == "sm_assignment" || name == "drop_fusion" || name == "rope_in_qkv" || name == "mlp_fold") {
       CHECK(r.lo > r.hi);  // not an integer knob: empty
       continue;
     }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/text_file.h"
+#include "schedule/decode_preset.h"
 #include "schedule/fusion.h"
 #include "schedule/sm_assign.h"
 
@@ -63,6 +64,10 @@ std::string value_problem(const std::string& name, const nlohmann::json& value) 
     return "";
   }
   if (name == "rope_in_qkv") return value.is_boolean() ? "" : value.dump() + " is not true or false";
+  if (name == "mlp_fold") {
+    const bool known = value.is_string() && schedule::mlp_fold_from_name(value.get<std::string>()).has_value();
+    return known ? "" : value.dump() + " is not \"auto\", \"on\" or \"off\"";
+  }
   if (name == "sm_assignment") {
     if (!value.is_string()) return value.dump() + " is not a string";
     if (!schedule::is_sm_policy(value.get<std::string>())) return schedule::unknown_sm_policy(value.get<std::string>()).message();
@@ -87,6 +92,7 @@ const std::vector<std::string>& tune_axis_names() {
     n.emplace_back("sm_assignment");
     n.emplace_back("drop_fusion");
     n.emplace_back("rope_in_qkv");
+    n.emplace_back("mlp_fold");
     return n;
   }();
   return names;
@@ -99,6 +105,7 @@ Result<DecodePreset> tune_apply(DecodePreset preset, const std::string& name, co
   if (const IntKnob* k = find_int_knob(name)) preset.*(k->field) = value.get<int64_t>();
   else if (name == "sm_assignment") preset.sm_assignment = value.get<std::string>();
   else if (name == "rope_in_qkv") preset.rope_in_qkv = value.get<bool>();
+  else if (name == "mlp_fold") preset.mlp_fold = *schedule::mlp_fold_from_name(value.get<std::string>());
   else preset.drop_fusion = value.get<std::vector<std::string>>();
   return preset;
 }
@@ -171,6 +178,11 @@ TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq
   // rotating GEMVs pay on this device and model (AMK_ROPE_IN_QKV, if set, overrides both values,
   // and the search then measures one schedule: candidates are keyed by their lowered schedule).
   space.axes.push_back({"rope_in_qkv", {true, false}});
+  // The MLP fold: the preset's target rule (auto), then both ways, so a device the rule was not
+  // measured on finds out (auto lowers like on or off, and candidates are keyed by their lowered
+  // schedule, so it costs one measurement, not two). A folded schedule's logits are not
+  // bit-reproducible (docs/FOLD.md); tune writes what it picked.
+  space.axes.push_back({"mlp_fold", {"auto", "on", "off"}});
   return space;
 }
 
@@ -180,6 +192,7 @@ nlohmann::ordered_json tune_preset_json(const DecodePreset& preset) {
   j["sm_assignment"] = preset.sm_assignment;
   j["drop_fusion"] = preset.drop_fusion;
   j["rope_in_qkv"] = preset.rope_in_qkv;
+  j["mlp_fold"] = schedule::mlp_fold_name(preset.mlp_fold);
   return j;
 }
 
@@ -191,6 +204,7 @@ std::string tune_label(const DecodePreset& preset) {
   if (preset.sm_assignment != base.sm_assignment) parts.push_back("sm_assignment=" + preset.sm_assignment);
   if (!preset.drop_fusion.empty()) parts.push_back("drop_fusion=" + join(preset.drop_fusion, "+"));
   if (preset.rope_in_qkv != base.rope_in_qkv) parts.push_back(std::string("rope_in_qkv=") + (preset.rope_in_qkv ? "true" : "false"));
+  if (preset.mlp_fold != base.mlp_fold) parts.push_back("mlp_fold=" + schedule::mlp_fold_name(preset.mlp_fold));
   return parts.empty() ? "default" : join(parts, " ");
 }
 

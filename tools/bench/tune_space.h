@@ -17,7 +17,7 @@ namespace amk::bench {
 
 /// One axis: a DecodePreset field and the values to try. Integer axes hold integers, sm_assignment
 /// strings, drop_fusion arrays of fusion groups ("rope,kv_append"; [] = every fusion on),
-/// rope_in_qkv true / false.
+/// rope_in_qkv true / false, mlp_fold "auto" / "on" / "off".
 struct TuneAxis {
   std::string name;
   std::vector<nlohmann::json> values;
@@ -53,8 +53,8 @@ KnobRange preset_knob_range(const std::string& name);
 
 /// The built-in space for `model` with a KV cache of `max_seq` rows: tile counts per stage and for
 /// the LM head, the argmax split, split-KV partitions that fit the cache, query heads per attention
-/// task up to the GQA group, every sm_assignment policy, each fusion group left out in turn, and the
-/// rope in the q / k GEMVs or in the attention tasks.
+/// task up to the GQA group, every sm_assignment policy, each fusion group left out in turn, the
+/// rope in the q / k GEMVs or in the attention tasks, and the MLP fold auto / on / off.
 TuneSpace default_tune_space(const schedule::ModelConfig& model, int64_t max_seq);
 
 /// The knobs where `preset` differs from the default DecodePreset, as "name=value" joined by
