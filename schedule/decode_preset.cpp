@@ -42,6 +42,20 @@ bool replaced_by_attention_o_proj(const std::vector<std::string>& group) {
   return key == std::vector<std::string>{"attention", "rope"} || key == std::vector<std::string>{"o_proj", "residual_add"};
 }
 
+// The preset's auto / on / off knobs (AttentionInOProj, MlpFold) by name: "auto" | "on" | "off".
+template <typename Mode>
+std::optional<Mode> tri_state_from_name(std::string_view name) {
+  if (name == "auto") return Mode::Auto;
+  if (name == "on") return Mode::On;
+  if (name == "off") return Mode::Off;
+  return std::nullopt;
+}
+
+template <typename Mode>
+std::string tri_state_name(Mode mode) {
+  return mode == Mode::On ? "on" : mode == Mode::Off ? "off" : "auto";
+}
+
 bool env_allows_attention_in_o() {
   const char* env = std::getenv(kAttentionInOEnv);
   return env != nullptr && std::string_view(env) == "1";
@@ -57,20 +71,10 @@ bool replaced_by_rope_qkv(const std::vector<std::string>& group) {
 }  // namespace
 
 std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name) {
-  if (name == "auto") return AttentionInOProj::Auto;
-  if (name == "on") return AttentionInOProj::On;
-  if (name == "off") return AttentionInOProj::Off;
-  return std::nullopt;
+  return tri_state_from_name<AttentionInOProj>(name);
 }
 
-std::string attention_in_o_proj_name(AttentionInOProj mode) {
-  switch (mode) {
-    case AttentionInOProj::On: return "on";
-    case AttentionInOProj::Off: return "off";
-    case AttentionInOProj::Auto: break;
-  }
-  return "auto";
-}
+std::string attention_in_o_proj_name(AttentionInOProj mode) { return tri_state_name(mode); }
 
 bool attention_in_o_proj_shape_ok(const ModelConfig& model, int64_t max_seq, ir::DType dtype) {
   // The shape the design is for (docs/ATTENTION_IN_O.md): the 1B's head_dim with 16-bit caches,
@@ -99,21 +103,9 @@ bool decode_preset_rope_in_qkv(const DecodePreset& preset, const ModelConfig& mo
          !drops(preset, {"rmsnorm", "q_proj", "k_proj", "v_proj"});
 }
 
-std::optional<MlpFold> mlp_fold_from_name(std::string_view name) {
-  if (name == "auto") return MlpFold::Auto;
-  if (name == "on") return MlpFold::On;
-  if (name == "off") return MlpFold::Off;
-  return std::nullopt;
-}
+std::optional<MlpFold> mlp_fold_from_name(std::string_view name) { return tri_state_from_name<MlpFold>(name); }
 
-std::string mlp_fold_name(MlpFold mode) {
-  switch (mode) {
-    case MlpFold::On: return "on";
-    case MlpFold::Off: return "off";
-    case MlpFold::Auto: break;
-  }
-  return "auto";
-}
+std::string mlp_fold_name(MlpFold mode) { return tri_state_name(mode); }
 
 bool mlp_fold_target_ok(const ir::GpuTarget& target) {
   if (target.sm_arch < 90 || targets::target_is_amd(target) || target.num_sms <= 0 || !(target.hbm_bandwidth_gbs > 0.0))

@@ -23,6 +23,26 @@ namespace {
 // The smallest partial-sum buffer of any build (kStreamPartials is at least the chunk's row cap).
 constexpr int64_t kPartials = kStreamChunkMaxRows;
 
+/// A streamed fold's plan for fold_stream_chunk_bytes: one row of x of K bf16, the task's columns
+/// [first, first + columns) (three rows each), an aligned F32 output; only the pointers' alignment
+/// is looked at.
+amk::instructions::GemvPlan fold_plan(int64_t K, int64_t first, int64_t columns) {
+  alignas(16) static float out[16];
+  alignas(16) static uint16_t w[16];
+  amk::instructions::GemvPlan p;
+  p.fold = true;
+  p.mm.K = K;
+  p.mm.w.ptr = w;
+  p.mm.w.dtype = AMK_DTYPE_BF16;
+  p.mm.y.ptr = out;
+  p.mm.y.dtype = AMK_DTYPE_F32;
+  p.mm.m_begin = 0;
+  p.mm.m_end = 1;
+  p.mm.n_begin = 3 * first;
+  p.mm.n_end = 3 * (first + columns);
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("stream split: every chunk shape the ring can carry gets a split the device accepts", "[instructions]") {
@@ -163,22 +183,7 @@ TEST_CASE("stream split: a fold chunk's columns, and the fold's splits its devic
 TEST_CASE("stream split: a fold's chunk holds whole columns where they fill a slot, else spans them", "[instructions][fold]") {
   using amk::instructions::fold_stream_chunk_bytes;
   using amk::instructions::GemvPlan;
-  alignas(16) static float out[4096];
-  alignas(16) static uint16_t w[16];  // only its address is looked at
-  const auto plan_for = [&](int64_t K, int64_t columns) {
-    GemvPlan p;
-    p.fold = true;
-    p.mm.K = K;
-    p.mm.w.ptr = w;
-    p.mm.w.dtype = AMK_DTYPE_BF16;
-    p.mm.y.ptr = out;
-    p.mm.y.dtype = AMK_DTYPE_F32;
-    p.mm.m_begin = 0;
-    p.mm.m_end = 1;
-    p.mm.n_begin = 3 * 5;  // column 5 on
-    p.mm.n_end = 3 * (5 + columns);
-    return p;
-  };
+  const auto plan_for = [](int64_t K, int64_t columns) { return fold_plan(K, 5, columns); };  // column 5 on
   constexpr int64_t kSlot = 64 * 1024, kThreads = 352;
   // Llama-3.2-1B (K 2048, 4 KiB rows): 5 whole columns (15 rows) fill 94% of a slot.
   CHECK(fold_stream_chunk_bytes(plan_for(2048, 62), kSlot, 2048 + 62, kThreads) == 15 * 4096);
@@ -203,22 +208,7 @@ TEST_CASE("stream split: the preset's auto fold bound is the widest hidden size 
   // schedule::kMlpFoldAutoMaxHidden restates this consumer's limit (the schedule library does not
   // see the kernel's geometry): 16-bit rows of that width ride the ring, one vector wider do not.
   using amk::instructions::fold_stream_chunk_bytes;
-  alignas(16) static float out[8192];
-  alignas(16) static uint16_t w[16];
-  const auto plan_for = [&](int64_t K) {
-    amk::instructions::GemvPlan p;
-    p.fold = true;
-    p.mm.K = K;
-    p.mm.w.ptr = w;
-    p.mm.w.dtype = AMK_DTYPE_BF16;
-    p.mm.y.ptr = out;
-    p.mm.y.dtype = AMK_DTYPE_F32;
-    p.mm.m_begin = 0;
-    p.mm.m_end = 1;
-    p.mm.n_begin = 0;
-    p.mm.n_end = 3 * 4;
-    return p;
-  };
+  const auto plan_for = [](int64_t K) { return fold_plan(K, 0, 4); };
   constexpr int64_t kMax = amk::schedule::kMlpFoldAutoMaxHidden, kSlot = 64 * 1024;
   const int64_t threads = amk::instructions::kComputeThreads;
   CHECK(fold_stream_chunk_bytes(plan_for(kMax), kSlot, kMax + 4, threads) > 0);
