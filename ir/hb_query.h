@@ -43,7 +43,6 @@ class HbQueries {
   int64_t asked_ = 0;
   std::vector<uint32_t> seen_, target_;
   uint32_t gen_ = 0;
-  int32_t targets_left_ = 0;
   std::vector<int32_t> stack_;
 };
 
