@@ -42,6 +42,9 @@ bool replaced_by_attention_o_proj(const std::vector<std::string>& group) {
   return key == std::vector<std::string>{"attention", "rope"} || key == std::vector<std::string>{"o_proj", "residual_add"};
 }
 
+// The 16-bit dtypes that both auto rules (attention in o_proj, the MLP fold) were measured with.
+bool half_dtype(ir::DType dtype) { return dtype == ir::DType::BF16 || dtype == ir::DType::F16; }
+
 // The preset's auto / on / off knobs (AttentionInOProj, MlpFold) by name: "auto" | "on" | "off".
 template <typename Mode>
 std::optional<Mode> tri_state_from_name(std::string_view name) {
@@ -79,8 +82,7 @@ std::string attention_in_o_proj_name(AttentionInOProj mode) { return tri_state_n
 bool attention_in_o_proj_shape_ok(const ModelConfig& model, int64_t max_seq, ir::DType dtype) {
   // The shape the design is for (docs/ATTENTION_IN_O.md): the 1B's head_dim with 16-bit caches,
   // whose K / V window a tile re-reads from L2 cheaply; f32 or head_dim 128 doubles those reads.
-  const bool half = dtype == ir::DType::BF16 || dtype == ir::DType::F16;
-  return half && model.head_dim == kAttentionInOProjHeadDim && max_seq <= kAttentionInOProjMaxSeq;
+  return half_dtype(dtype) && model.head_dim == kAttentionInOProjHeadDim && max_seq <= kAttentionInOProjMaxSeq;
 }
 
 bool decode_preset_attention_in_o_proj(const DecodePreset& preset, const ModelConfig& model, int64_t max_seq,
@@ -114,8 +116,7 @@ bool mlp_fold_target_ok(const ir::GpuTarget& target) {
 }
 
 bool mlp_fold_shape_ok(const ModelConfig& model, ir::DType dtype) {
-  const bool half = dtype == ir::DType::BF16 || dtype == ir::DType::F16;
-  return half && model.hidden_size > 0 && model.hidden_size <= kMlpFoldAutoMaxHidden;
+  return half_dtype(dtype) && model.hidden_size > 0 && model.hidden_size <= kMlpFoldAutoMaxHidden;
 }
 
 bool decode_preset_mlp_fold(const DecodePreset& preset, const ModelConfig& model, const ir::GpuTarget& target,

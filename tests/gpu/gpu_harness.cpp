@@ -16,10 +16,10 @@
 #include "schedule/schedule_config.h"
 #include "targets/gpu.h"
 #include "targets/registry.h"
+#include "tools/bench/decode_rig.h"
 #include "vm/golden_fixture.h"
 #include "vm/gpu_backends.h"
 #include "vm/session.h"
-#include "tools/bench/decode_rig.h"
 
 namespace amk::gputest {
 

@@ -62,6 +62,16 @@ void run_golden(Session& s, const testing::Golden& g, std::vector<std::vector<fl
 }
 
 
+/// Each prompt position's logits within relative L2 error `tol` of the golden row `ref`.
+void check_prompt_logits(const std::vector<std::vector<float>>& logits, const std::vector<float>& ref, int64_t vocab,
+                         double tol, const char* what) {
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const double err = testing::relative_error(logits[i], &ref[i * static_cast<size_t>(vocab)], vocab);
+    INFO(what << ", prompt position " << i << " relative error " << err);
+    CHECK(err <= tol);
+  }
+}
+
 /// One mode of the tiny Llama's fold decode, fp32 then bf16: "ring" (the weight stream with its
 /// default slots: a task's columns in one chunk), "1 KiB slots" (1 or 2 rows a chunk: a column's
 /// gate, up and down^T rows in different chunks) or "no ring" (AMK_RING=0: the plain fold). One
@@ -97,11 +107,7 @@ void check_fold_mode(const std::string& mode) {
     std::vector<std::vector<float>> logits;
     std::vector<int32_t> tokens;
     run_golden(*s, g, logits, tokens, g.tokens_f32.size());
-    for (size_t i = 0; i < logits.size(); ++i) {
-      const double err = testing::relative_error(logits[i], &g.logits_f32[i * static_cast<size_t>(g.vocab)], g.vocab);
-      INFO("fp32, prompt position " << i << " relative error " << err);
-      CHECK(err <= 1e-4);
-    }
+    check_prompt_logits(logits, g.logits_f32, g.vocab, 1e-4, "fp32");
     CHECK(tokens == g.tokens_f32);
     // A second session: the adds may land in another order, so the logits agree to fp32
     // rounding, not bit for bit, and the tokens exactly.
@@ -118,11 +124,7 @@ void check_fold_mode(const std::string& mode) {
     std::vector<std::vector<float>> logits;
     std::vector<int32_t> tokens;
     run_golden(*s, g, logits, tokens, g.tokens_bf16.size());
-    for (size_t i = 0; i < logits.size(); ++i) {
-      const double err = testing::relative_error(logits[i], &g.logits_bf16[i * static_cast<size_t>(g.vocab)], g.vocab);
-      INFO("bf16, prompt position " << i << " relative error " << err);
-      CHECK(err <= 2e-2);
-    }
+    check_prompt_logits(logits, g.logits_bf16, g.vocab, 2e-2, "bf16");
     CHECK(tokens == g.tokens_bf16);
   }
 }

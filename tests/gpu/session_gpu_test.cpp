@@ -109,7 +109,8 @@ TEST_CASE("gpu session: a bf16 lowering matches transformers bf16 within 2e-2 an
 TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logits and 32 tokens", "[gpu]") {
   gputest::require_gpu();
   const testing::Golden g = testing::load_golden();
-  const int sms = gputest::device_sm_count();
+  const ir::GpuTarget target = gputest::device_target();  // the preset's auto choices are this device's
+  const int64_t sms = target.num_sms;
   REQUIRE(sms > 0);
   auto model = schedule::model_config_load(testing::fixture_dir() + "config.json");
   REQUIRE(model.is_ok());
@@ -129,7 +130,7 @@ TEST_CASE("gpu session: the gpu-decode preset reproduces transformers' bf16 logi
                     << (preset.rope_in_qkv ? "" : ", rope in attention"));
     if (!fused_o)
       REQUIRE(schedule::decode_preset_kv_partitions(preset, *model, max_seq) == (max_seq > 2048 ? 2 : 1));
-    auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, gputest::device_target(), max_seq, preset),
+    auto cfg = schedule::schedule_config_from_json_text(schedule::decode_preset_json(*model, target, max_seq, preset),
                                                         "gpu-decode preset");
     INFO(cfg.status().message());
     REQUIRE(cfg.is_ok());
