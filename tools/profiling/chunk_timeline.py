@@ -9,6 +9,8 @@ all its chunks and tasks:
   tail     last chunk consumed -> run end: the last outputs and the barrier
   wait     a chunk's t_ready - t_wait: the arithmetic stood still for HBM
   math     a chunk's t_done - t_ready: its arithmetic
+  first    math of the task's first chunk alone (it runs the task's code cold: docs/PERFORMANCE.md row 202)
+  later    math of the task's other chunks
   lat      t_ready - t_issue: issue to seen-landed (an upper bound on the copy's latency)
   refill   issue of chunk n + slots - done of chunk n: the loader's reaction to a freed slot
   GB/s     the task's weight bytes / its run time (one SM)
@@ -71,18 +73,20 @@ def main():
         r['head'].append(cs[0]['ts'] - cs[0]['args']['wait_us'] - run['ts'])
         r['tail'].append(run['ts'] + run['dur'] - (cs[-1]['ts'] + cs[-1]['dur']))
         r['gbs'].append(sum(c['args']['bytes'] for c in cs) / (run['dur'] * 1e3) if run['dur'] > 0 else 0)
-        for c in cs:
+        for i, c in enumerate(cs):
             r['wait'].append(c['args']['wait_us'])
             r['math'].append(c['dur'])
+            r['first' if i == 0 else 'later'].append(c['dur'])
             r['lat'].append(c['args']['issue_to_ready_us'])
             r['kib'].append(c['args']['bytes'] / 1024)
 
     print(f"ring slots {slots}; medians in us (per task: run, head, tail, GB/s; per chunk: the rest)")
     print(f"{'kind':16s} {'tasks':>5s} {'chunks':>6s} {'KiB':>5s} {'run':>6s} {'head':>5s} {'tail':>5s} "
-          f"{'wait':>5s} {'math':>5s} {'lat':>5s} {'refill':>6s} {'GB/s':>5s} {'wait%':>5s}")
+          f"{'wait':>5s} {'math':>5s} {'first':>5s} {'later':>5s} {'lat':>5s} {'refill':>6s} {'GB/s':>5s} {'wait%':>5s}")
     for k, r in sorted(rows.items(), key=lambda kv: -sum(kv[1]['run'])):
         print(f"{k:16s} {len(r['run']):5d} {med(r['chunks']):6.0f} {med(r['kib']):5.0f} {med(r['run']):6.2f} "
               f"{med(r['head']):5.2f} {med(r['tail']):5.2f} {med(r['wait']):5.2f} {med(r['math']):5.2f} "
+              f"{med(r['first']):5.2f} {med(r['later']):5.2f} "
               f"{med(r['lat']):5.2f} {med(refill.get(k, [])):6.2f} {med(r['gbs']):5.1f} "
               f"{100 * sum(r['wait']) / max(sum(r['run']), 1e-9):5.1f}")
 

@@ -37,12 +37,15 @@ def read_disasm(path):
     section, inner, outer = "?", "?", "?"
     in_chain = False
     sec_re = re.compile(r"^\s*\.text\.(\S+?):\s*$")
+    # A __noinline__ function may share its kernel's .text section (CUDA 12+ puts them there),
+    # labelled "$KERNEL$FUNCTION:" where it starts: that label names the function from there on.
+    sub_re = re.compile(r"^\$[^$\s]+\$(\S+?):\s*$")
     file_re = re.compile(r'//## File "([^"]+)", line (\d+)(.*)$')
     inl_re = re.compile(r'inlined at "([^"]+)", line (\d+)')
     ins_re = re.compile(r"/\*([0-9a-fA-F]{4,})\*/\s+(.*)$")
     with open_text(path) as f:
         for line in f:
-            m = sec_re.match(line)
+            m = sec_re.match(line) or sub_re.match(line)
             if m:
                 section, inner, outer = m.group(1), "?", "?"
                 continue
@@ -97,6 +100,9 @@ def main():
     if addrs and not any(a in dis for a in addrs[:50]):
         base = min(addrs)  # absolute addresses: make them offsets from the function's start
     total = sum(num(r[sample_col]) for r in body) or 1.0
+    # The code a launch runs at all (16 B per SASS instruction executed at least once): what has to
+    # fit the SM's instruction caches for a once-per-layer task not to start cold (row 202).
+    exec_col = next((i for i, h in enumerate(head) if h == "Instructions Executed"), None)
     per_fn = collections.defaultdict(lambda: collections.Counter())
     per_line = collections.defaultdict(lambda: collections.Counter())
     per_file = collections.defaultdict(lambda: collections.Counter())
@@ -112,24 +118,30 @@ def main():
             fn, _, inner, outer = pick
             prev_fn = fn
             matched += s
+        ran = exec_col is not None and num(r[exec_col]) > 0
         for key, table in ((fn, per_fn), ((fn, inner, outer), per_line), (inner.split(":")[0], per_file)):
             table[key]["samples"] += s
+            table[key]["code_run"] += 16 if ran else 0
             for c in stall_cols:
                 table[key][head[c]] += num(r[c])
     names = demangle([k for k in per_fn if k != "(unmatched)"])
     names["(unmatched)"] = "(unmatched)"
 
     def reasons(counter, k=3):
-        items = sorted(((v, h) for h, v in counter.items() if h != "samples" and v > 0), reverse=True)[:k]
+        items = sorted(((v, h) for h, v in counter.items() if h.startswith("stall_") and v > 0), reverse=True)[:k]
         return ", ".join(f"{h.replace('stall_', '')} {v / max(counter['samples'], 1) * 100:.0f}%" for v, h in items)
 
     print(f"total samples {total:.0f}, joined to a function {matched / total * 100:.1f}%"
           f"{' (addresses rebased)' if base else ''}")
-    print("\n== per function: share of all samples, then its top stall reasons")
+    if exec_col is not None:
+        print(f"code executed at least once: {sum(c['code_run'] for c in per_fn.values()) / 1024:.1f} KiB")
+    print("\n== per function: share of all samples, samples, no_inst share of its samples, KiB of its code"
+          " executed, top stall reasons")
     for fn, c in sorted(per_fn.items(), key=lambda kv: -kv[1]["samples"]):
         if c["samples"] / total < 0.002:
             continue
-        print(f"{c['samples'] / total * 100:5.1f}%  {names.get(fn, fn)[:60]:60s}  {reasons(c)}")
+        print(f"{c['samples'] / total * 100:5.1f}% {c['samples']:8.0f}  no_inst {c['stall_no_inst'] / max(c['samples'], 1) * 100:5.1f}%"
+              f"  {c['code_run'] / 1024:6.1f}K  {names.get(fn, fn)[:48]:48s}  {reasons(c)}")
     print("\n== per source file (innermost line): share of all samples, no_inst share of its samples, top reasons")
     for f, c in sorted(per_file.items(), key=lambda kv: -kv[1]["samples"]):
         if c["samples"] < 5:  # the small stages matter even at a tiny share of all samples
