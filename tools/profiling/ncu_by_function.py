@@ -91,7 +91,7 @@ def main():
     csv_path, dis_path = sys.argv[1], sys.argv[2]
     top = int(sys.argv[3]) if len(sys.argv) > 3 else 30
     t = SourceTable(csv_path)
-    head, body, sample_col, src_col, addr_col = t.head, t.body, t.sample_col, t.src_col, t.addr_col
+    head, body, sample_col, src_col, addr_col, exec_col = t.head, t.body, t.sample_col, t.src_col, t.addr_col, t.exec_col
     stall_cols = t.stall_cols
 
     dis = read_disasm(dis_path)
@@ -100,9 +100,8 @@ def main():
     if addrs and not any(a in dis for a in addrs[:50]):
         base = min(addrs)  # absolute addresses: make them offsets from the function's start
     total = sum(num(r[sample_col]) for r in body) or 1.0
-    # The code a launch runs at all (16 B per SASS instruction executed at least once): what has to
-    # fit the SM's instruction caches for a once-per-layer task not to start cold (row 202).
-    exec_col = next((i for i, h in enumerate(head) if h == "Instructions Executed"), None)
+    # The code a launch runs at all (16 B per SASS instruction executed at least once, exec_col):
+    # what has to fit the SM's instruction caches for a once-per-layer task not to start cold (row 203).
     per_fn = collections.defaultdict(lambda: collections.Counter())
     per_line = collections.defaultdict(lambda: collections.Counter())
     per_file = collections.defaultdict(lambda: collections.Counter())
@@ -140,8 +139,9 @@ def main():
     for fn, c in sorted(per_fn.items(), key=lambda kv: -kv[1]["samples"]):
         if c["samples"] / total < 0.002:
             continue
+        code = f"{c['code_run'] / 1024:6.1f}K" if exec_col is not None else "      -"  # no counts: not 0 KiB
         print(f"{c['samples'] / total * 100:5.1f}% {c['samples']:8.0f}  no_inst {c['stall_no_inst'] / max(c['samples'], 1) * 100:5.1f}%"
-              f"  {c['code_run'] / 1024:6.1f}K  {names.get(fn, fn)[:48]:48s}  {reasons(c)}")
+              f"  {code}  {names.get(fn, fn)[:48]:48s}  {reasons(c)}")
     print("\n== per source file (innermost line): share of all samples, no_inst share of its samples, top reasons")
     for f, c in sorted(per_file.items(), key=lambda kv: -kv[1]["samples"]):
         if c["samples"] < 5:  # the small stages matter even at a tiny share of all samples

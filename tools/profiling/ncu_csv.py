@@ -14,7 +14,7 @@ def num(v):
 
 class SourceTable:
     """The table's header and rows, and the columns the scripts use: the address, the SASS text,
-    the all-samples stall count, and the per-reason stall columns (stall_*)."""
+    the all-samples stall count, the per-reason stall columns (stall_*) and the execution count."""
 
     def __init__(self, path):
         opener = gzip.open if path.endswith(".gz") else open
@@ -31,3 +31,5 @@ class SourceTable:
         self.src_col = self.head.index("Source")
         self.addr_col = self.head.index("Address") if "Address" in self.head else 0
         self.stall_cols = [i for i, h in enumerate(self.head) if h.startswith("stall_")]
+        # Per-instruction execution counts (SourceCounters); None in an export without them.
+        self.exec_col = self.head.index("Instructions Executed") if "Instructions Executed" in self.head else None
