@@ -152,8 +152,8 @@ AMK_DEVICE void gemv_stream_partials(const char* w, int32_t row_vecs, const Stre
   else gemv_stream_items<DT, 1>(w, row_vecs, sp, s_x, s_part);
 }
 
-/// Whether gemv_stream_begin takes stream_stage_x16 where it applies (-DAMK_NO_STAGE16: never, for
-/// A/B measurements of the generic loop).
+/// Whether gemv_stream_begin takes stream_stage_x16 and stream_stage_rms_x32 where they apply
+/// (-DAMK_NO_STAGE16: never, for A/B measurements of the generic loop).
 #ifdef AMK_NO_STAGE16
 inline constexpr bool kStageX16 = false;
 #else
@@ -177,6 +177,42 @@ AMK_DEVICE void stream_stage_vec16(uint4 xr, uint4 ar, int32_t prologue, int64_t
     }
   }
   store_x8(s_x, k, K, planar, v);
+}
+
+/// gemv_stream_begin's staging of RMSNORM over fp32 x with a 2-byte norm weight (AUXDT): the
+/// residual h of a program with MLP folds (docs/FOLD.md), staged by its q / k / v, fold and LM-head
+/// tasks. Two 16-byte loads of x and one of the weight per 8 elements, where the generic loop goes
+/// through load8's dtype branches: a small loop of its own, because those tasks run once per layer
+/// on an SM and fetch their code cold (docs/PERFORMANCE.md rows 202-203). A thread's rounds go two
+/// at a time, as in stream_stage_x16; each thread sums x^2 in the generic loop's order, so the
+/// result is the same bit for bit. Returns this thread's sum of x^2. Whole block, no barrier.
+template <int AUXDT>
+AMK_DEVICE float stream_stage_rms_x32(const float* x, const uint16_t* weight, int64_t K, float* s_x, bool planar) {
+  float ss = 0.0f;
+  const auto vec = [&](const float4& a, const float4& b, const uint4& wr, int64_t k) {
+    float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w}, g[8];
+    unpack16<AUXDT>(wr, g);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      ss = fmaf(v[j], v[j], ss);
+      v[j] *= g[j];
+    }
+    store_x8(s_x, k, K, planar, v);
+  };
+  const int64_t step = block_threads() * 8;
+  int64_t k = block_tid() * 8;
+  for (; k + step < K; k += 2 * step) {
+    const float4 a0 = *reinterpret_cast<const float4*>(x + k), b0 = *reinterpret_cast<const float4*>(x + k + 4);
+    const float4 a1 = *reinterpret_cast<const float4*>(x + k + step);
+    const float4 b1 = *reinterpret_cast<const float4*>(x + k + step + 4);
+    const uint4 w0 = *reinterpret_cast<const uint4*>(weight + k), w1 = *reinterpret_cast<const uint4*>(weight + k + step);
+    vec(a0, b0, w0, k);
+    vec(a1, b1, w1, k + step);
+  }
+  for (; k < K; k += step)
+    vec(*reinterpret_cast<const float4*>(x + k), *reinterpret_cast<const float4*>(x + k + 4),
+        *reinterpret_cast<const uint4*>(weight + k), k);
+  return ss;
 }
 
 /// gemv_stream_begin's staging for 2-byte x and aux (DT, contiguous, 16-byte aligned rows) on
@@ -246,7 +282,14 @@ AMK_DEVICE float gemv_stream_begin(const GemvPlan& a, const DeviceCtx& ctx) {
     return 1.0f;
   }
   float ss = 0.0f;
-  if (vec8_ok(a.mm.x, r * K, K) && vec8_ok(a.aux, 0, K)) {
+  const int32_t wdt = a.aux.dtype;
+  if (kStageX16 && xdt == AMK_DTYPE_F32 && (wdt == AMK_DTYPE_BF16 || wdt == AMK_DTYPE_F16) && vec8_ok(a.mm.x, r * K, K) &&
+      vec8_ok(a.aux, 0, K)) {
+    const float* x = static_cast<const float*>(a.mm.x.ptr) + r * K;
+    const auto* weight = static_cast<const uint16_t*>(a.aux.ptr);
+    ss = wdt == AMK_DTYPE_BF16 ? stream_stage_rms_x32<AMK_DTYPE_BF16>(x, weight, K, s_x, planar)
+                               : stream_stage_rms_x32<AMK_DTYPE_F16>(x, weight, K, s_x, planar);
+  } else if (vec8_ok(a.mm.x, r * K, K) && vec8_ok(a.aux, 0, K)) {
     for (int64_t k = block_tid() * 8; k < K; k += block_threads() * 8) {
       float v[8], w[8];
       load8(a.mm.x, r * K + k, v);
