@@ -61,6 +61,14 @@ AMK_DEVICE void bulk_copy_once_to_shared(void* dst, const void* src, uint32_t by
 #endif  // AMK_NO_L2_EVICT_FIRST
 }
 
+/// One thread: ask L2 for `bytes` (a multiple of 16) at global `src`, with nothing landing in this
+/// SM: cp.async.bulk.prefetch.L2 has no shared-memory destination and no completion, so a later
+/// release of this SM does not wait for it (tools/profiling/fence_probe.cu, `l2pf`), where it
+/// waits for every bulk copy into shared memory that is still in flight.
+AMK_DEVICE void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
+
 /// One thread: arrive on `bar` (release at CTA scope: this thread's earlier writes, and those it
 /// has observed, are visible to whoever sees the phase complete).
 AMK_DEVICE void mbarrier_arrive(uint64_t* bar) {

@@ -9,7 +9,16 @@
 //   other    another warp (the loader's role) has just issued two 64 KiB bulk copies from HBM;
 //   self     thread 0 has issued them itself;
 //   async    another warp has the same 128 KiB in flight as 16-byte cp.async copies (LDGSTS, the
-//            generic proxy's asynchronous copy: no bulk-copy engine).
+//            generic proxy's asynchronous copy: no bulk-copy engine);
+//   l2pf     another warp has asked L2 for the same 128 KiB (cp.async.bulk.prefetch.L2: no shared
+//            memory destination), as a loader could at a task's end instead of its refill.
+// Each mode is timed with several release flavours (what ptxas makes of them on sm_90a):
+//   rel      red.release.gpu (MEMBAR.ALL.GPU, ERRBAR, RED): the megakernel's release;
+//   sc       fence.sc.gpu + red.relaxed.gpu (MEMBAR.SC.GPU, ERRBAR, CCTL.IVALL): also a release;
+//   cta      fence.acq_rel.cta + red.relaxed.gpu (MEMBAR.ALL.CTA): NOT a release to other SMs;
+//   proxy    fence.proxy.async.global + red.relaxed.gpu (FENCE.VIEW.ASYNC.G): NOT a release;
+//   none     red.relaxed.gpu alone: NOT a release.
+// The last three are diagnostics (which part of the release waits), never a protocol.
 // on one SM alone, and on every SM at once (the decode's load: every SM streams). Printed: the
 // median release time in cycles and us (SM clock), and the median landing time of the copies.
 // If "other" is slower than "none", a release pays for copies it does not order, and a release
@@ -39,7 +48,19 @@ constexpr int kCopies = 2;                 // the ring's two slots
 constexpr int kReps = 64;
 constexpr int kFlagStride = 32;            // one counter per 128-byte line, as the megakernel's
 
-enum Mode { kNone = 0, kOther = 1, kSelf = 2, kAsync = 3 };
+enum Mode { kNone = 0, kOther = 1, kSelf = 2, kAsync = 3, kL2Prefetch = 4 };
+enum Flavour { kRel = 0, kSc = 1, kCta = 2, kProxy = 3, kRelaxed = 4 };
+
+/// Thread 0's counter bump in one of the flavours above.
+__device__ __forceinline__ void bump(uint32_t* counter, int flavour) {
+  switch (flavour) {
+    case kRel: asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory"); break;
+    case kSc: asm volatile("fence.sc.gpu;\n\tred.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory"); break;
+    case kCta: asm volatile("fence.acq_rel.cta;\n\tred.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory"); break;
+    case kProxy: asm volatile("fence.proxy.async.global;\n\tred.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory"); break;
+    default: asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory"); break;
+  }
+}
 
 struct Sample {
   long long release;  ///< cycles of thread 0's red.release.gpu
@@ -50,7 +71,7 @@ struct Sample {
 
 __global__ void __launch_bounds__(kThreads, 1)
     fence_probe(const char* src, size_t src_bytes, size_t base, uint32_t* counter, uint32_t* out, const uint32_t* flags,
-                int mode, Sample* samples) {
+                int mode, int flavour, Sample* samples) {
 #if AMK_HAVE_BULK_COPY
   extern __shared__ __align__(128) char ring[];
   __shared__ uint64_t bars[kCopies];
@@ -68,7 +89,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       // Cold bytes: every block and repetition reads its own 128 KiB of a buffer far beyond L2.
       const size_t at = (base + (static_cast<size_t>(blockIdx.x) * kReps + rep) * kCopies * kCopyBytes) % src_bytes;
       issued_at = clock64();
-      if (mode != kAsync)
+      if (mode == kL2Prefetch)
+        for (int i = 0; i < kCopies; ++i)
+          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + at + i * kCopyBytes), "r"(kCopyBytes) : "memory");
+      else if (mode != kAsync)
         for (int i = 0; i < kCopies; ++i)
           amk::gpu::bulk_copy_to_shared(ring + i * kCopyBytes, src + at + i * kCopyBytes, kCopyBytes, &bars[i]);
     }
@@ -83,9 +107,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (t == 0) {
       out[blockIdx.x] = static_cast<uint32_t>(rep);  // the task's output, which the release orders
       const long long t0 = clock64();
-      // Compiled as MEMBAR.GPU + RED: the membar holds the warp until what it orders is performed,
-      // so the clock after it covers the fence (the red itself is fire-and-forget).
-      asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory");
+      // A fence holds the warp until what it orders is performed, so the clock after it covers
+      // the fence (the red itself is fire-and-forget).
+      bump(counter, flavour);
       const long long t1 = clock64();
       samples[blockIdx.x * kReps + rep].release = t1 - t0;
       // The poll: a relaxed load from L2 (it bypasses L1), its value consumed before the clock is
@@ -104,6 +128,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (mode == kAsync && t >= 32) {
       asm volatile("cp.async.wait_all;" ::: "memory");
       if (t == issuer) samples[blockIdx.x * kReps + rep].land = clock64() - issued_at;
+    } else if (mode == kL2Prefetch && t == issuer) {
+      samples[blockIdx.x * kReps + rep].land = 0;  // a prefetch has no completion to wait for
     } else if (mode != kNone && t == issuer) {
       for (int i = 0; i < kCopies; ++i) amk::gpu::mbarrier_wait_parity(&bars[i], static_cast<uint32_t>(rep & 1));
       samples[blockIdx.x * kReps + rep].land = clock64() - issued_at;
@@ -113,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();  // the slots are free again
   }
 #else
-  (void)src, (void)src_bytes, (void)base, (void)counter, (void)out, (void)flags, (void)mode, (void)samples;
+  (void)src, (void)src_bytes, (void)base, (void)counter, (void)out, (void)flags, (void)mode, (void)flavour, (void)samples;
 #endif  // AMK_HAVE_BULK_COPY
 }
 
@@ -151,15 +177,22 @@ int main() {
   std::printf("%s on %s (%d SMs, %.2f GHz): thread 0's red.release.gpu, then a counter poll (ld.relaxed.gpu +\n"
               "fence.acquire.gpu), with 2 x 64 KiB bulk copies in flight or not; medians in us (SM clock)\n",
               PROBE_NAME, prop.name, sms, khz / 1e6);
-  std::printf("%-6s %-6s %10s %9s %9s %9s %14s\n", "blocks", "mode", "release", "us", "poll us", "acq us",
-              "copies land us");
-  const char* names[] = {"none", "other", "self", "async"};
+  std::printf("%-6s %-6s %-7s %10s %9s %9s %9s %14s\n", "blocks", "mode", "release", "cycles", "us", "poll us",
+              "acq us", "copies land us");
+  const char* names[] = {"none", "other", "self", "async", "l2pf"};
+  const char* flavours[] = {"rel", "sc", "cta", "proxy", "none"};
+  struct Run { int mode, flavour; };
+  std::vector<Run> runs;
+  for (int mode : {kNone, kOther, kSelf, kAsync, kL2Prefetch}) runs.push_back({mode, kRel});
+  for (int flavour : {kSc, kCta, kProxy, kRelaxed})
+    for (int mode : {kNone, kOther, kL2Prefetch}) runs.push_back({mode, flavour});
   for (int blocks : {1, sms}) {
-    for (int mode : {kNone, kOther, kSelf, kAsync}) {
+    for (const Run& r : runs) {
+      const int mode = r.mode, flavour = r.flavour;
       PROBE_CHECK(cudaMemset(counter, 0, sizeof(uint32_t)));
       // A warm-up launch (code, TLB), then the timed one on other bytes: its copies come from HBM.
-      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, 0, counter, out, flags, mode, samples);
-      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, src_bytes / 2, counter, out, flags, mode, samples);
+      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, 0, counter, out, flags, mode, flavour, samples);
+      fence_probe<<<blocks, kThreads, smem>>>(src, src_bytes, src_bytes / 2, counter, out, flags, mode, flavour, samples);
       PROBE_CHECK(cudaGetLastError());
       PROBE_CHECK(cudaDeviceSynchronize());
       std::vector<Sample> h(static_cast<size_t>(blocks) * kReps);
@@ -173,7 +206,7 @@ int main() {
         acq.push_back(h[i].acquire);
       }
       const double us = 1e3 * khz / 1e6;  // cycles per us
-      std::printf("%-6d %-6s %10lld %9.3f %9.3f %9.3f %14.3f\n", blocks, names[mode], median(rel), median(rel) / us,
+      std::printf("%-6d %-6s %-7s %10lld %9.3f %9.3f %9.3f %14.3f\n", blocks, names[mode], flavours[flavour], median(rel), median(rel) / us,
                   median(poll) / us, median(acq) / us, median(land) / us);
     }
   }
