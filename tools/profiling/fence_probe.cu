@@ -51,6 +51,7 @@ constexpr int kFlagStride = 32;            // one counter per 128-byte line, as 
 enum Mode { kNone = 0, kOther = 1, kSelf = 2, kAsync = 3, kL2Prefetch = 4 };
 enum Flavour { kRel = 0, kSc = 1, kCta = 2, kProxy = 3, kRelaxed = 4 };
 
+#if AMK_HAVE_BULK_COPY
 /// Thread 0's counter bump in one of the flavours above.
 __device__ __forceinline__ void bump(uint32_t* counter, int flavour) {
   switch (flavour) {
@@ -61,6 +62,7 @@ __device__ __forceinline__ void bump(uint32_t* counter, int flavour) {
     default: asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(1u) : "memory"); break;
   }
 }
+#endif  // AMK_HAVE_BULK_COPY (the kernel's only caller is compiled for sm_90+)
 
 struct Sample {
   long long release;  ///< cycles of thread 0's red.release.gpu
