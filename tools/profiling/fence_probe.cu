@@ -65,7 +65,7 @@ __device__ __forceinline__ void bump(uint32_t* counter, int flavour) {
 #endif  // AMK_HAVE_BULK_COPY (the kernel's only caller is compiled for sm_90+)
 
 struct Sample {
-  long long release;  ///< cycles of thread 0's red.release.gpu
+  long long release;  ///< cycles of thread 0's counter bump in the run's flavour (bump)
   long long land;     ///< cycles from the copies' issue to their landing (0: none issued)
   long long poll;     ///< cycles of thread 0's ld.relaxed.gpu of its flag, value consumed
   long long acquire;  ///< cycles of the fence.acquire.gpu after it
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       issued_at = clock64();
       if (mode == kL2Prefetch)
         for (int i = 0; i < kCopies; ++i)
-          asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src + at + i * kCopyBytes), "r"(kCopyBytes) : "memory");
+          amk::gpu::bulk_prefetch_l2(src + at + i * kCopyBytes, kCopyBytes);
       else if (mode != kAsync)
         for (int i = 0; i < kCopies; ++i)
           amk::gpu::bulk_copy_to_shared(ring + i * kCopyBytes, src + at + i * kCopyBytes, kCopyBytes, &bars[i]);
@@ -176,8 +176,8 @@ int main() {
   PROBE_CHECK(cudaMalloc(&samples, sizeof(Sample) * sms * kReps));
   const int smem = kCopies * static_cast<int>(kCopyBytes);
   PROBE_CHECK(cudaFuncSetAttribute(fence_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  std::printf("%s on %s (%d SMs, %.2f GHz): thread 0's red.release.gpu, then a counter poll (ld.relaxed.gpu +\n"
-              "fence.acquire.gpu), with 2 x 64 KiB bulk copies in flight or not; medians in us (SM clock)\n",
+  std::printf("%s on %s (%d SMs, %.2f GHz): thread 0's counter bump (the release column's flavour), then a\n"
+              "counter poll (ld.relaxed.gpu + fence.acquire.gpu), with 2 x 64 KiB in flight or not; medians (SM clock)\n",
               PROBE_NAME, prop.name, sms, khz / 1e6);
   std::printf("%-6s %-6s %-7s %10s %9s %9s %9s %14s\n", "blocks", "mode", "release", "cycles", "us", "poll us",
               "acq us", "copies land us");
