@@ -394,11 +394,7 @@ AMK_DEVICE void atomic_add_release_gpu(uint32_t* p, uint32_t v) {
 #ifdef AMK_SC_TASK_END
   __threadfence();
 #endif  // AMK_SC_TASK_END
-#ifdef AMK_RELEASE_FENCE_SC  // A/B (tools/profiling/fence_probe.cu): MEMBAR.SC.GPU, not red.release's MEMBAR.ALL.GPU
-  asm volatile("fence.sc.gpu;\n\tred.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#endif  // AMK_RELEASE_FENCE_SC
 #else
   __threadfence();
   atomicAdd(p, v);

@@ -431,6 +431,13 @@ class CudaExecutor final : public Executor {
     args_.ring_slots = ring_slots_;
     args_.ring_slot_bytes = ring_slot_bytes_;
     args_.ring_offset = static_cast<int32_t>(layout.ring_offset);
+    // Two chunks in flight are all of an SM's share of HBM bandwidth that a streamed task can use;
+    // slots past them fill only while the SM waits or runs a task without weights
+    // (Loader::ring_limit). AMK_RING_STREAMING_CAP=n (0: none) measures it.
+    args_.ring_streaming_cap = kRingStreamingCap;
+    if (const char* env = std::getenv("AMK_RING_STREAMING_CAP"); env != nullptr && std::atoi(env) >= 0)
+      args_.ring_streaming_cap = std::atoi(env);
+    report_.ring_streaming_cap = args_.ring_streaming_cap;
     // 200 ns between polls: with 132 SMs spinning on a few hot counters, back-to-back polls kept
     // those counters' L2 slices so busy that the tasks on the critical path slowed down
     // (docs/PERFORMANCE.md, row 12: 8.8 -> 6.3 ms/token; 1000 ns measured the same as 200).
@@ -857,6 +864,8 @@ class CudaExecutor final : public Executor {
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
   int64_t ring_skew_ = gpuvm::kRingSkewDefault;  ///< bytes past a 1024-byte boundary (dyn_smem_layout.h)
+  /// Most chunks unconsumed in the ring while a streamed task runs (KernelArgs::ring_streaming_cap).
+  static constexpr int32_t kRingStreamingCap = 2;
   /// Most weight bytes a task may stream through the ring (stream_share).
   static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
   gpuvm::KernelEntry kernel_ = gpuvm::default_kernel();  ///< chosen by choose_launch_shape for the program
@@ -882,7 +891,11 @@ std::string GpuKernelReport::summary() const {
     << ", poll gate " << poll_gate << (queue_bounds_in_args ? ", queue bounds in the launch" : "")
     << ", prefetch depth "
     << prefetch_depth << ", weight ring " << ring_slots << " x "
-    << ring_slot_bytes << " B at +" << ring_offset << " B streaming " << streamed_tasks << " task(s)"
+    << ring_slot_bytes << " B at +" << ring_offset << " B"
+    << (ring_streaming_cap > 0 && ring_streaming_cap < ring_slots
+            ? " (" + std::to_string(ring_streaming_cap) + " unconsumed while a streamed task runs)"
+            : std::string())
+    << " streaming " << streamed_tasks << " task(s)"
     << (fold_streams ? " (MLP folds included)" : "") << ", " << task_blob_bytes
     << " B host-decoded operands per task";
   return o.str();

@@ -50,6 +50,9 @@ struct GpuKernelReport {
   bool queue_bounds_in_args = false;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
+  /// Most chunks the ring holds unconsumed while a streamed task runs (KernelArgs::ring_streaming_cap;
+  /// 0 or >= ring_slots: no cap).
+  int ring_streaming_cap = 0;
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
   bool fold_streams = false;  ///< RMSNORM_MLP_FOLD tasks may ride it (the fold kernel, on sm_90)
   /// Which persistent kernel runs the program (persistent_kernel.h, KernelEntry): "attention" for

@@ -342,9 +342,6 @@ struct StreamProducer {
   int32_t issued;           ///< chunks issued so far
   RingIndex at;             ///< chunk `issued`'s place in the ring
   ChunkTrace trace;         ///< this worker's chunk records (traced launches)
-#ifdef AMK_HOLD_LATER_COPIES
-  int32_t prefetched;       ///< the held chunk whose bytes L2 was asked for (-1: none)
-#endif  // AMK_HOLD_LATER_COPIES
 
   __device__ void start(const WeightStreamEntry* t, const RingView& r, StageHandoff* free, int32_t begin, int32_t e,
                         const ChunkTrace& tr) {
@@ -354,32 +351,19 @@ struct StreamProducer {
     issued = 0;
     at = RingIndex{};
     trace = tr;
-#ifdef AMK_HOLD_LATER_COPIES
-    prefetched = -1;
-#endif  // AMK_HOLD_LATER_COPIES
   }
 
-  /// Issue chunks into every free ring slot while the queue's weights last; returns whether it
-  /// issued any. Chunk n may go once chunk n - slots, the slot's previous one, was consumed.
-  /// With AMK_HOLD_LATER_COPIES, a chunk of a queue slot past `hold_after` (-1: none) is not
-  /// copied yet: a streamed task is about to release, and its release would wait for the copy
-  /// to land (docs/PERFORMANCE.md rows 90, 121). L2 is asked for its bytes instead, once, so
-  /// HBM keeps streaming and the copy that follows the release finds them there.
-  __device__ bool top_up(int32_t hold_after = -1) {
+  /// Issue chunks into every free ring slot while the queue's weights last, at most `limit`
+  /// (<= slots) of them not yet consumed; returns whether it issued any. Chunk n may go once chunk
+  /// n - slots, the slot's previous one, was consumed, and with a lower limit once chunk
+  /// n - limit was (chunks are consumed in order).
+  __device__ bool top_up(int32_t limit) {
     const int32_t before = issued;
     while ((issued < ring.slots || ring_free[at.slot].test(at.lap - 1u)) && copy.more()) {
-#ifdef AMK_HOLD_LATER_COPIES
-      if (hold_after >= 0 && copy.q > hold_after) {
-        if (prefetched != issued) {
-          uint32_t n;
-          gpu::bulk_prefetch_l2(copy.peek(&n), n);
-          prefetched = issued;
-        }
-        break;
+      if (limit < ring.slots && issued >= limit) {
+        const RingIndex m = RingIndex::of(issued - limit, ring.slots);
+        if (!ring_free[m.slot].test(m.lap)) break;
       }
-#else
-      (void)hold_after;
-#endif  // AMK_HOLD_LATER_COPIES
       uint32_t n;
       const int32_t q = copy.q;
       const char* src = copy.take(&n);
@@ -660,10 +644,8 @@ struct Loader {
   long long next_poll = 0; ///< clock64() before which the counters are not polled again
   bool stopping = false;   ///< a nonzero stop was published: stage and poll nothing more
   uint32_t chunks_staged = 0;  ///< chunks of the stream table's entries staged so far (AMK_FOLD_STREAM_LINK)
-#ifdef AMK_HOLD_LATER_COPIES
-  int32_t finished = 0;        ///< tasks the compute warps have finished (released), in order
+  int32_t finished = 0;        ///< tasks the compute warps have finished (released), in order (ring_limit)
   RingIndex finished_at{};     ///< task `finished`'s place among the task slots
-#endif  // AMK_HOLD_LATER_COPIES
 #if AMK_HAVE_BULK_COPY
   bool streaming = false;
   StreamProducer producer;
@@ -679,11 +661,7 @@ struct Loader {
     bool busy = false, stream_done = true;
 #if AMK_HAVE_BULK_COPY
     if (streaming) {
-#ifdef AMK_HOLD_LATER_COPIES
-      busy = producer.top_up(hold_after());
-#else
-      busy = producer.top_up();
-#endif  // AMK_HOLD_LATER_COPIES
+      busy = producer.top_up(ring_limit());
       stream_done = producer.finished();
     }
 #endif  // AMK_HAVE_BULK_COPY
@@ -705,26 +683,31 @@ struct Loader {
     return -1;
   }
 
-#ifdef AMK_HOLD_LATER_COPIES
-  /// The last queue slot whose chunks may be copied into the ring now, or -1 for any: while a
-  /// published streamed task runs, chunks of later tasks wait for its release (its fence would
-  /// wait for their copies). A running task without weights (attention) holds nothing back:
-  /// copies issued at its start land long before its end.
-  __device__ int32_t hold_after() {
+#if AMK_HAVE_BULK_COPY
+  /// How many chunks the ring may hold that are not yet consumed: every slot, except while a
+  /// published streamed task (a fold included) runs and KernelArgs::ring_streaming_cap is
+  /// lower. A streamed task consumes at its SM's share of HBM bandwidth, which two chunks in
+  /// flight already keep busy; more copies in flight only slow its end and its release, which
+  /// waits for every bulk copy the SM has in flight (docs/PERFORMANCE.md rows 121, 205, 207).
+  /// While the SM waits or runs a task without weights (the attention), the extra slots fill
+  /// with the next tasks' chunks instead.
+  __device__ int32_t ring_limit() {
+    const int32_t cap = args.ring_streaming_cap;
+    if (cap <= 0 || cap >= producer.ring.slots) return producer.ring.slots;
     while (finished < ready && s.task_free[finished_at.slot].test(finished_at.lap)) {
       ++finished;
       finished_at.step(args.staged_tasks);
     }
-    if (finished == ready) return -1;  // nothing runs: no release is near
+    if (finished == ready) return producer.ring.slots;  // nothing published runs
     const TaskSlot& running = s.slot[finished_at.slot];
 #ifdef AMK_FOLD_STREAM_LINK
     const bool streamed = running.entry.bytes > 0 || running.fold_chunks > 0;  // a fold's entry reads 0 (check_streamed)
 #else
     const bool streamed = running.entry.bytes > 0;
 #endif  // AMK_FOLD_STREAM_LINK
-    return streamed ? begin + finished : -1;
+    return streamed ? cap : producer.ring.slots;
   }
-#endif  // AMK_HOLD_LATER_COPIES
+#endif  // AMK_HAVE_BULK_COPY
 
   /// Whether task `ready`'s counters may be polled now (KernelArgs::poll_gate): always without
   /// the gate; with it, once (gate 1: a task that does not depend on the one before is

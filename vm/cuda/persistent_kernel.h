@@ -58,6 +58,9 @@ struct KernelArgs {
   int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
   int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128
   int32_t ring_offset;      ///< bytes from the aligned dynamic base to the ring (dyn_smem_layout.h)
+  /// Most chunks the ring holds unconsumed while a streamed task runs (0: every slot): slots past
+  /// it fill only while the SM waits or runs a task without weights (Loader::ring_limit).
+  int32_t ring_streaming_cap;
   /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
   /// (ring off). Built by the host with instructions::gemv_stream_chunk_bytes().
   const WeightStreamEntry* stream;
