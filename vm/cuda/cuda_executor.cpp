@@ -438,6 +438,10 @@ class CudaExecutor final : public Executor {
     if (const char* env = std::getenv("AMK_RING_STREAMING_CAP"); env != nullptr && std::atoi(env) >= 0)
       args_.ring_streaming_cap = std::atoi(env);
     report_.ring_streaming_cap = args_.ring_streaming_cap;
+    args_.ring_idle_cap = 0;  // AMK_RING_IDLE_CAP=n: at most n while no streamed task runs (measuring)
+    if (const char* env = std::getenv("AMK_RING_IDLE_CAP"); env != nullptr && std::atoi(env) >= 0)
+      args_.ring_idle_cap = std::atoi(env);
+    report_.ring_idle_cap = args_.ring_idle_cap;
     // 200 ns between polls: with 132 SMs spinning on a few hot counters, back-to-back polls kept
     // those counters' L2 slices so busy that the tasks on the critical path slowed down
     // (docs/PERFORMANCE.md, row 12: 8.8 -> 6.3 ms/token; 1000 ns measured the same as 200).
@@ -894,6 +898,9 @@ std::string GpuKernelReport::summary() const {
     << ring_slot_bytes << " B at +" << ring_offset << " B"
     << (ring_streaming_cap > 0 && ring_streaming_cap < ring_slots
             ? " (" + std::to_string(ring_streaming_cap) + " unconsumed while a streamed task runs)"
+            : std::string())
+    << (ring_idle_cap > 0 && ring_idle_cap < ring_slots
+            ? " (" + std::to_string(ring_idle_cap) + " unconsumed while none runs)"
             : std::string())
     << " streaming " << streamed_tasks << " task(s)"
     << (fold_streams ? " (MLP folds included)" : "") << ", " << task_blob_bytes

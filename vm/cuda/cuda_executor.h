@@ -53,6 +53,7 @@ struct GpuKernelReport {
   /// Most chunks the ring holds unconsumed while a streamed task runs (KernelArgs::ring_streaming_cap;
   /// 0 or >= ring_slots: no cap).
   int ring_streaming_cap = 0;
+  int ring_idle_cap = 0;  ///< the same while no streamed task runs (KernelArgs::ring_idle_cap)
   int streamed_tasks = 0;                   ///< queue slots whose weights ride the ring
   bool fold_streams = false;  ///< RMSNORM_MLP_FOLD tasks may ride it (the fold kernel, on sm_90)
   /// Which persistent kernel runs the program (persistent_kernel.h, KernelEntry): "attention" for

@@ -684,28 +684,31 @@ struct Loader {
   }
 
 #if AMK_HAVE_BULK_COPY
-  /// How many chunks the ring may hold that are not yet consumed: every slot, except while a
-  /// published streamed task (a fold included) runs and KernelArgs::ring_streaming_cap is
-  /// lower. A streamed task consumes at its SM's share of HBM bandwidth, which two chunks in
-  /// flight already keep busy; more copies in flight only slow its end and its release, which
-  /// waits for every bulk copy the SM has in flight (docs/PERFORMANCE.md rows 121, 205, 207).
-  /// While the SM waits or runs a task without weights (the attention), the extra slots fill
-  /// with the next tasks' chunks instead.
+  /// How many chunks the ring may hold that are not yet consumed: KernelArgs::ring_streaming_cap
+  /// while a published streamed task (a fold included) runs, ring_idle_cap while the SM waits or
+  /// runs a task without weights (the attention); each 0 (or at least the slots) for every slot.
+  /// A streamed task consumes at its SM's share of HBM bandwidth, which two chunks in flight
+  /// already keep busy; more copies in flight only slow its end and its release, which waits
+  /// for every bulk copy the SM has in flight (docs/PERFORMANCE.md rows 121, 205, 207). And the
+  /// next tasks' chunks copied during a hop or the attention load HBM just when the counters'
+  /// round trips and the attention's own loads are on the critical path (row 208).
   __device__ int32_t ring_limit() {
-    const int32_t cap = args.ring_streaming_cap;
-    if (cap <= 0 || cap >= producer.ring.slots) return producer.ring.slots;
+    const int32_t slots = producer.ring.slots;
+    const int32_t streaming = args.ring_streaming_cap > 0 && args.ring_streaming_cap < slots ? args.ring_streaming_cap : slots;
+    const int32_t idle = args.ring_idle_cap > 0 && args.ring_idle_cap < slots ? args.ring_idle_cap : slots;
+    if (streaming == slots && idle == slots) return slots;
     while (finished < ready && s.task_free[finished_at.slot].test(finished_at.lap)) {
       ++finished;
       finished_at.step(args.staged_tasks);
     }
-    if (finished == ready) return producer.ring.slots;  // nothing published runs
+    if (finished == ready) return idle;  // nothing published runs
     const TaskSlot& running = s.slot[finished_at.slot];
 #ifdef AMK_FOLD_STREAM_LINK
     const bool streamed = running.entry.bytes > 0 || running.fold_chunks > 0;  // a fold's entry reads 0 (check_streamed)
 #else
     const bool streamed = running.entry.bytes > 0;
 #endif  // AMK_FOLD_STREAM_LINK
-    return streamed ? cap : producer.ring.slots;
+    return streamed ? streaming : idle;
   }
 #endif  // AMK_HAVE_BULK_COPY
 

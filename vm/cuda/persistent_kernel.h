@@ -61,6 +61,8 @@ struct KernelArgs {
   /// Most chunks the ring holds unconsumed while a streamed task runs (0: every slot): slots past
   /// it fill only while the SM waits or runs a task without weights (Loader::ring_limit).
   int32_t ring_streaming_cap;
+  /// Most chunks the ring holds unconsumed while no streamed task runs (0: every slot).
+  int32_t ring_idle_cap;
   /// [queue length] per queue slot: the weight bytes that task takes from the ring, or nullptr
   /// (ring off). Built by the host with instructions::gemv_stream_chunk_bytes().
   const WeightStreamEntry* stream;
