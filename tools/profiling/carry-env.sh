@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# tools/profiling/carry-env.sh: sourced first in a device call that carries [".deps/root",
-# "build-pack"] (binaries built here by tools/profiling/prebuild-ab.sh): puts the carried Debian
+# tools/profiling/carry-env.sh: sourced first in a device call that carries
+# [".deps/root/usr/lib/x86_64-linux-gnu", "build-pack/build-carry.tar.gz"] (binaries built here by
+# tools/profiling/prebuild-ab.sh; the 64 MiB carry limit counts the tracked tree too, so carry
+# only the libraries of .deps/root, not its headers and docs): puts the carried Debian
 # libraries on LD_LIBRARY_PATH, unpacks build-pack/build-carry.tar.gz, links each variant's
 # recorded source path (build-carry/NAME/SOURCE_DIR: its [gpu] tests read fixtures from there) to
 # this checkout, prints the device, and exports P (the unpacked build-carry). Then e.g.

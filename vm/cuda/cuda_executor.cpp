@@ -431,14 +431,15 @@ class CudaExecutor final : public Executor {
     args_.ring_slots = ring_slots_;
     args_.ring_slot_bytes = ring_slot_bytes_;
     args_.ring_offset = static_cast<int32_t>(layout.ring_offset);
-    // Two chunks in flight are all of an SM's share of HBM bandwidth that a streamed task can use;
-    // slots past them fill only while the SM waits or runs a task without weights
-    // (Loader::ring_limit). AMK_RING_STREAMING_CAP=n (0: none) measures it.
-    args_.ring_streaming_cap = kRingStreamingCap;
+    // Measuring knobs (Loader::ring_limit), off: at most n chunks unconsumed in the ring while a
+    // streamed task runs (AMK_RING_STREAMING_CAP, with AMK_RING_SLOTS > 2) or while none runs
+    // (AMK_RING_IDLE_CAP). Both lost against the plain 2 x 64 KiB ring (docs/PERFORMANCE.md rows
+    // 208-209).
+    args_.ring_streaming_cap = 0;
     if (const char* env = std::getenv("AMK_RING_STREAMING_CAP"); env != nullptr && std::atoi(env) >= 0)
       args_.ring_streaming_cap = std::atoi(env);
     report_.ring_streaming_cap = args_.ring_streaming_cap;
-    args_.ring_idle_cap = 0;  // AMK_RING_IDLE_CAP=n: at most n while no streamed task runs (measuring)
+    args_.ring_idle_cap = 0;
     if (const char* env = std::getenv("AMK_RING_IDLE_CAP"); env != nullptr && std::atoi(env) >= 0)
       args_.ring_idle_cap = std::atoi(env);
     report_.ring_idle_cap = args_.ring_idle_cap;
@@ -868,8 +869,6 @@ class CudaExecutor final : public Executor {
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
   int64_t ring_skew_ = gpuvm::kRingSkewDefault;  ///< bytes past a 1024-byte boundary (dyn_smem_layout.h)
-  /// Most chunks unconsumed in the ring while a streamed task runs (KernelArgs::ring_streaming_cap).
-  static constexpr int32_t kRingStreamingCap = 2;
   /// Most weight bytes a task may stream through the ring (stream_share).
   static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
   gpuvm::KernelEntry kernel_ = gpuvm::default_kernel();  ///< chosen by choose_launch_shape for the program

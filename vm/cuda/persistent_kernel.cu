@@ -686,12 +686,11 @@ struct Loader {
 #if AMK_HAVE_BULK_COPY
   /// How many chunks the ring may hold that are not yet consumed: KernelArgs::ring_streaming_cap
   /// while a published streamed task (a fold included) runs, ring_idle_cap while the SM waits or
-  /// runs a task without weights (the attention); each 0 (or at least the slots) for every slot.
-  /// A streamed task consumes at its SM's share of HBM bandwidth, which two chunks in flight
-  /// already keep busy; more copies in flight only slow its end and its release, which waits
-  /// for every bulk copy the SM has in flight (docs/PERFORMANCE.md rows 121, 205, 207). And the
-  /// next tasks' chunks copied during a hop or the attention load HBM just when the counters'
-  /// round trips and the attention's own loads are on the critical path (row 208).
+  /// runs a task without weights (the attention); each 0 (the default) or at least the slots for
+  /// every slot. Measuring knobs: a third slot filled only outside streamed tasks (fewer copies in
+  /// flight at a release, which waits for them: rows 121, 205-207) and one chunk ahead during
+  /// hops and the attention (less HBM load under their round trips) both lost against the plain
+  /// ring (docs/PERFORMANCE.md rows 208-209). With both off this is one compare a round.
   __device__ int32_t ring_limit() {
     const int32_t slots = producer.ring.slots;
     const int32_t streaming = args.ring_streaming_cap > 0 && args.ring_streaming_cap < slots ? args.ring_streaming_cap : slots;
