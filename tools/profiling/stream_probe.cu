@@ -31,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -67,6 +68,7 @@ struct ProbeArgs {
   float* sink;    // one float per block: keeps the arithmetic alive
   unsigned long long* timeline;  // block 0, per chunk: issued, wait begun, landed (seen), consumed (ns)
   unsigned long long* span;      // per block: when its compute thread 0 started and finished (ns)
+  unsigned* smid;                // per block, or nullptr: the SM it ran on (--per-sm)
   int ring_skew;  // the ring starts ring_skew bytes past a 1024-byte boundary (--ring-skew)
   int evict_first;  // 1: the copies carry the megakernel's L2 evict-first policy (--evict-first)
   long long block_stride;  // bytes between blocks' regions: bytes_per_block, or 0 (--same)
@@ -123,6 +125,11 @@ __global__ void __launch_bounds__(kThreads, 1) ring_probe(ProbeArgs a) {
   for (int k = threadIdx.x; k < a.row_bytes / 2; k += kThreads) s_x[k] = 1.0f / static_cast<float>(1 + (k & 7));
   __syncthreads();
   if (threadIdx.x == 0 && a.span != nullptr) a.span[2 * blockIdx.x] = amk::gpu::global_timer_ns();
+  if (threadIdx.x == 0 && a.smid != nullptr) {
+    unsigned id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    a.smid[blockIdx.x] = id;
+  }
   if (threadIdx.x >= kComputeThreads) {  // the loader warp; lane 0 issues
     if (amk::gpu::lane_id() != 0) return;
     const int piece = a.slot_bytes / a.copies;
@@ -266,6 +273,7 @@ struct Rate {
 int g_ring_skew = static_cast<int>(amk::vm::gpuvm::kRingSkewDefault);  // --ring-skew: the megakernel's default
 int g_evict_first = 0;  // --evict-first
 bool g_same = false;    // --same: one region for every block, left in L2
+bool g_per_sm = false;  // --per-sm: per_sm_report() alone
 
 Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
                   Phases* ph) {
@@ -342,6 +350,116 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
   return Rate{per_sm[per_sm.size() / 2], total[total.size() / 2]};  // bytes per ns = GB/s
 }
 
+double correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  const size_t n = x.size();
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < n; ++i) mx += x[i] / n, my += y[i] / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0.0;
+}
+
+/// --per-sm: is one SM's share of HBM a property of that SM? Every SM streams the same bytes
+/// through the megakernel's ring (2 x 64 KiB, its GEMV consumer, 8B rows), `reps` launches with
+/// L2 flushed; each block's time over the launch's median block time is charged to the SM it ran
+/// on (%smid). Prints the spread, whether the same SMs are slow in every launch (the correlation
+/// of each SM's mean over the even launches with its mean over the odd ones), whether block b
+/// lands on the same SM in every launch, and every SM's mean ratio by SM id. A static schedule
+/// waits for its slowest SM at the end of each stage (docs/PERFORMANCE.md row 210).
+void per_sm_report(int sms, long long kib, char* src, char* flush, size_t flush_bytes, float* sink) {
+  const Config c{"ring", 2, 64, 1, 8192, 1};
+  ProbeArgs a{};
+  a.src = src;
+  a.slots = c.slots;
+  a.row_bytes = c.k * 2;
+  a.slot_bytes = ((c.slot_kib * 1024) / a.row_bytes) * a.row_bytes;
+  a.copies = c.copies;
+  a.consume = c.consume;
+  a.x_src = reinterpret_cast<const float*>(flush);
+  a.counter = reinterpret_cast<const unsigned*>(sink) + sms;
+  a.sink = sink;
+  a.ring_skew = g_ring_skew;
+  a.evict_first = 1;  // the megakernel's copies
+  a.split = amk::instructions::gemv_stream_split(a.slot_bytes / a.row_bytes, a.row_bytes / 16, kComputeWarps,
+                                                 amk::gpu::kWarpSize);
+  a.bytes_per_block = (kib * 1024 / a.slot_bytes) * a.slot_bytes;
+  a.block_stride = a.bytes_per_block;
+  const size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4 + static_cast<size_t>(a.slots) * a.slot_bytes +
+                      amk::vm::gpuvm::kDynSmemSlack + amk::vm::gpuvm::kRingSkewMax;
+  PROBE_CHECK(cudaFuncSetAttribute(ring_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  unsigned long long* d_span = nullptr;
+  unsigned* d_smid = nullptr;
+  PROBE_CHECK(cudaMalloc(&d_span, 2 * sms * sizeof(unsigned long long)));
+  PROBE_CHECK(cudaMalloc(&d_smid, sms * sizeof(unsigned)));
+  a.span = d_span;
+  a.smid = d_smid;
+  constexpr int kReps = 12;
+  std::vector<unsigned long long> span(2 * sms);
+  std::vector<unsigned> smid(sms), first_smid;
+  int max_id = 0;
+  std::vector<std::vector<double>> ratio_by_sm(kReps);  // [rep][smid]
+  int same_placement = 0;
+  std::vector<double> spread;
+  for (int rep = 0; rep <= kReps; ++rep) {
+    flush_l2(flush, flush_bytes, sink);
+    ring_probe<<<sms, kThreads, smem>>>(a);
+    PROBE_CHECK(cudaDeviceSynchronize());
+    PROBE_CHECK(cudaGetLastError());
+    PROBE_CHECK(cudaMemcpy(span.data(), d_span, span.size() * sizeof(span[0]), cudaMemcpyDeviceToHost));
+    PROBE_CHECK(cudaMemcpy(smid.data(), d_smid, smid.size() * sizeof(smid[0]), cudaMemcpyDeviceToHost));
+    if (rep == 0) continue;  // warm-up
+    std::vector<double> t(sms);
+    for (int b = 0; b < sms; ++b) t[b] = static_cast<double>(span[2 * b + 1] - span[2 * b]);
+    std::vector<double> sorted = t;
+    std::sort(sorted.begin(), sorted.end());
+    const double med = sorted[sms / 2];
+    spread.push_back(sorted.back() / med);
+    for (int b = 0; b < sms; ++b) max_id = std::max(max_id, static_cast<int>(smid[b]));
+    ratio_by_sm[rep - 1].assign(2 * sms + 8, 0.0);
+    for (int b = 0; b < sms; ++b)
+      if (smid[b] < ratio_by_sm[rep - 1].size()) ratio_by_sm[rep - 1][smid[b]] = t[b] / med;
+    if (first_smid.empty()) first_smid = smid;
+    else if (smid == first_smid) ++same_placement;
+  }
+  PROBE_CHECK(cudaFree(d_span));
+  PROBE_CHECK(cudaFree(d_smid));
+  std::vector<double> even, odd, mean;
+  std::vector<int> ids;
+  for (int id = 0; id <= max_id; ++id) {
+    double e = 0, o = 0;
+    int ne = 0, no = 0;
+    for (int r = 0; r < kReps; ++r) {
+      const double v = ratio_by_sm[r][id];
+      if (v <= 0) continue;
+      (r % 2 == 0 ? e : o) += v;
+      (r % 2 == 0 ? ne : no) += 1;
+    }
+    if (ne == 0 || no == 0) continue;
+    ids.push_back(id);
+    even.push_back(e / ne);
+    odd.push_back(o / no);
+    mean.push_back((e + o) / (ne + no));
+  }
+  std::sort(spread.begin(), spread.end());
+  std::vector<double> ms = mean;
+  std::sort(ms.begin(), ms.end());
+  std::printf("per-SM: %d SMs x %lld KiB through 2 x 64 KiB rings (K 8192, the GEMV consumer), %d launches\n", sms,
+              a.bytes_per_block / 1024, kReps);
+  std::printf("slowest block / median block, per launch: median %.3f, max %.3f\n", spread[spread.size() / 2],
+              spread.back());
+  std::printf("each SM's mean ratio: p10 %.3f median %.3f p90 %.3f max %.3f; even ~ odd launches correlation %.2f over "
+              "%zu SMs; block -> SM placement identical to the first launch in %d of %d launches\n",
+              ms[ms.size() / 10], ms[ms.size() / 2], ms[ms.size() * 9 / 10], ms.back(), correlation(even, odd),
+              ids.size(), same_placement, kReps - 1);
+  std::printf("ratio by smid:");
+  for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d:%.3f", i % 12 == 0 ? "\n  " : " ", ids[i], mean[i]);
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -354,9 +472,11 @@ int main(int argc, char** argv) {
     else if (s == "--ring-skew" && i + 1 < argc) g_ring_skew = std::atoi(argv[++i]) & static_cast<int>(amk::vm::gpuvm::kRingSkewMax);  // 16-byte steps
     else if (s == "--evict-first") g_evict_first = 1;
     else if (s == "--same") g_same = true;
+    else if (s == "--per-sm") g_per_sm = true;
     else {
       std::fprintf(stderr,
-                   "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES] [--evict-first] [--same]\n");
+                   "usage: amk-stream-probe [--kib KiB_per_SM] [--only ROW] [--ring-skew BYTES] [--evict-first] [--same] "
+                   "[--per-sm]\n");
       return 2;
     }
   }
@@ -386,6 +506,17 @@ int main(int argc, char** argv) {
   PROBE_CHECK(cudaMalloc(&sink, sink_floats * sizeof(float)));
   PROBE_CHECK(cudaMemset(sink, 0, sink_floats * sizeof(float)));
   PROBE_CHECK(cudaMemset(src, 0x3c, bytes));  // bf16 ~0.0115: finite sums
+  if (g_per_sm) {
+    if (major < 9) {
+      std::fprintf(stderr, "amk-stream-probe: --per-sm needs the ring (sm_90)\n");
+      return 2;
+    }
+    per_sm_report(sms, kib, src, flush, flush_bytes, sink);
+    PROBE_CHECK(cudaFree(src));
+    PROBE_CHECK(cudaFree(flush));
+    PROBE_CHECK(cudaFree(sink));
+    return 0;
+  }
   std::vector<Config> configs;
   if (major >= 9) {
     configs.push_back({"ring", 3, 48, 1, 2048, 0});  // the TMA stream alone
