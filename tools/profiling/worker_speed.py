@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/profiling/worker_speed.py TRACE.json[.gz] [TRACE2 ...] [--kinds K1,K2]: are some workers
-(SMs) consistently slower at the same streamed work? For each stage kind (default mlp_fold,
-q_proj, o_proj), each task's run is divided by its tile's width (its label's [a:b]: a fold task's
+(SMs) consistently slower at the same streamed work? For each stage kind (default: every kind
+with tiles, e.g. mlp_fold, q_proj, o_proj, lm_head), each task's run is divided by its tile's width (its label's [a:b]: a fold task's
 columns, a GEMV tile's rows) and by the median of that quantity over the same layer's tasks of
 the kind, so 1.00 is a layer's typical speed and 1.05 a task 5% slower than it for its size.
 
@@ -43,7 +43,7 @@ def worker_ratios(path, kinds):
     by_layer = collections.defaultdict(list)  # (kind, layer) -> [(worker, us per unit, end)]
     for e in chrome_trace.task_runs(chrome_trace.load(path)):
         m = TILE.match(e['args'].get('label', ''))
-        if not m or m.group(2) not in kinds:
+        if not m or (kinds and m.group(2) not in kinds):
             continue
         width = int(m.group(4)) - int(m.group(3))
         if width <= 0 or e['dur'] <= 0:
@@ -59,7 +59,7 @@ def worker_ratios(path, kinds):
 
 
 def main(argv):
-    kinds = ['mlp_fold', 'q_proj', 'o_proj']
+    kinds = []
     paths = []
     i = 0
     while i < len(argv):
@@ -72,6 +72,8 @@ def main(argv):
     if not paths:
         sys.exit(__doc__)
     runs = [worker_ratios(p, set(kinds)) for p in paths]
+    if not kinds:  # every kind found, the largest first
+        kinds = sorted(runs[0][0], key=lambda k: -len(runs[0][0][k]))
     print(f"{'kind':10s} {'trace':>5s} {'workers':>7s} {'p10':>6s} {'med':>6s} {'p90':>6s} {'max':>6s} "
           f"{'even~odd':>8s} {'tail us':>7s}")
     for kind in kinds:
