@@ -484,6 +484,19 @@ AMK_DEVICE uint64_t global_timer_ns() {
 #endif  // AMK_USE_HIP
 }
 
+/// The hardware id of the SM (CUDA %smid) this thread runs on, or -1 where it is not read (HIP).
+/// PTX allows it to change after a preemption: a record of where a block started, never an index
+/// that correctness may rest on.
+AMK_DEVICE int32_t sm_id() {
+#if defined(AMK_USE_HIP)
+  return -1;
+#else
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return static_cast<int32_t>(id);
+#endif  // AMK_USE_HIP
+}
+
 /// f16 bits -> f32 with the hardware conversion (exact).
 AMK_DEVICE float half_bits_to_float(uint16_t h) {
 #ifdef AMK_USE_HIP

@@ -53,6 +53,11 @@ struct LaunchTrace {
   int32_t chunks_per_worker = 0;
   int32_t ring_slots = 0;  ///< chunk n went into ring slot n % ring_slots
   std::vector<ChunkTiming> chunks;
+  /// Worker w's block ran on the SM whose hardware id is worker_sm[w] (CUDA %smid, read when the
+  /// block started), one entry per worker; empty where the backend does not know (the CPU VM,
+  /// HIP). Blocks are placed on SMs afresh at each launch, and some SMs get a larger share of HBM
+  /// bandwidth than others (docs/PERFORMANCE.md row 210): this says which worker had which.
+  std::vector<int32_t> worker_sm;
 };
 
 }  // namespace amk::vm

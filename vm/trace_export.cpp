@@ -121,9 +121,11 @@ Json trace_to_chrome_json(const ir::Program& program, const std::vector<LaunchTr
   for (size_t step = 0; step < launches.size(); ++step) {
     const LaunchTrace& l = launches[step];
     if (l.t_launch_end > l.t_launch_begin && l.t_launch_begin >= origin) {
+      Json largs = {{"step", step}, {"pos", l.pos}};
+      if (!l.worker_sm.empty()) largs["worker_sm"] = l.worker_sm;  // the launch's placement, worker by worker
       events.push_back(slice("step " + std::to_string(step) + " (pos " + std::to_string(l.pos) + ")", "launch",
                              launch_track, us(l.t_launch_begin), dur_us(l.t_launch_begin, l.t_launch_end),
-                             {{"step", step}, {"pos", l.pos}}));
+                             std::move(largs)));
     }
     for (const TaskTiming& r : l.records) {
       if (r.t_end == 0 || r.task < 0 || static_cast<size_t>(r.task) >= program.tasks.size()) continue;
@@ -139,6 +141,7 @@ Json trace_to_chrome_json(const ir::Program& program, const std::vector<LaunchTr
       args["label"] = t.label;
       args["opcode"] = opcode;
       args["sm"] = r.worker;
+      if (r.worker >= 0 && static_cast<size_t>(r.worker) < l.worker_sm.size()) args["hw_sm"] = l.worker_sm[r.worker];
       args["step"] = step;
       args["pos"] = l.pos;
       args["waits"] = waits_json(t);

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "gpu_harness.h"
 #include "vm/trace_export.h"
@@ -211,6 +212,48 @@ TEST_CASE("gpu weight stream: a traced launch records every chunk in stream orde
   }
   CHECK(slices == consumed);
   CHECK(doc.at("otherData").at("ring_slots").get<int>() == 3);
+}
+
+TEST_CASE("gpu trace: a traced launch records the SM each worker ran on, one worker per SM", "[gpu][trace]") {
+  gputest::require_gpu();
+  const ir::Program p = mixed_stream_program();
+  auto image = gputest::load(p);
+  auto ex = vm::make_cuda_executor(*image);
+  INFO(ex.status().message());
+  REQUIRE(ex.is_ok());
+  const amk_program_t& v = image->view();
+  vm::LaunchTrace tr;
+  vm::LaunchOptions lo;
+  lo.trace = &tr;
+  for (int launch = 0; launch < 2; ++launch) {
+    Status st = (*ex)->launch(launch, lo, nullptr);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    // The placement is the launch's own: the buffer is reset before each traced launch, so a
+    // worker that did not write leaves -1.
+    REQUIRE(tr.worker_sm.size() == static_cast<size_t>(v.n_sms));
+    std::set<int32_t> sms;
+    for (int32_t sm : tr.worker_sm) {
+      CHECK(sm >= 0);
+      sms.insert(sm);
+    }
+    // One block per SM (the kernel's registers allow no second) and all of them resident at once
+    // (a cooperative launch): no two workers share an SM.
+    CHECK(sms.size() == tr.worker_sm.size());
+  }
+  const nlohmann::ordered_json doc = vm::trace_to_chrome_json(p, {tr}, vm::TraceInfo{"mixed stream", "cuda", v.n_sms});
+  int64_t tasks = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.value("ph", "") != "X" || e.value("cat", "") == "wait" || e.value("cat", "") == "chunk" ||
+        e.value("cat", "") == "launch")
+      continue;
+    const int worker = e.at("args").at("sm").get<int>();
+    REQUIRE(worker >= 0);
+    REQUIRE(worker < v.n_sms);
+    CHECK(e.at("args").at("hw_sm").get<int>() == tr.worker_sm[static_cast<size_t>(worker)]);
+    ++tasks;
+  }
+  CHECK(tasks == static_cast<int64_t>(p.tasks.size()));
 }
 
 TEST_CASE("gpu weight stream: a launch with Llama-3-8B's longest row leaves the SM 60 KiB of L1", "[gpu][stream][smem]") {

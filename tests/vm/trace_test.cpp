@@ -165,3 +165,33 @@ TEST_CASE("trace: a launch without a trace leaves the caller's records alone", "
   CHECK(traced.records.size() == before);
   CHECK(traced.pos == 0);
 }
+
+TEST_CASE("trace: a launch's SM placement reaches its launch slice and every task slice, and only where known",
+          "[vm]") {
+  Traced t = run_traced();
+  for (const vm::LaunchTrace& l : t.launches) CHECK(l.worker_sm.empty());  // the CPU VM has no SMs
+  // A GPU launch's placement (LaunchTrace::worker_sm): worker w ran on SM 40 + 7w in step 1 only.
+  t.launches[1].worker_sm = {40, 47, 54};
+  const nlohmann::ordered_json doc = vm::trace_to_chrome_json(t.program, t.launches, vm::TraceInfo{"toy", "cuda", kWorkers});
+  int tasks_with_sm = 0, launches_with_sm = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e.at("ph") != "X" || e.at("cat") == "wait") continue;
+    const auto& a = e.at("args");
+    const int step = a.at("step").get<int>();
+    if (e.at("cat") == "launch") {
+      CHECK(a.contains("worker_sm") == (step == 1));
+      if (step == 1) {
+        CHECK(a.at("worker_sm") == nlohmann::ordered_json({40, 47, 54}));
+        ++launches_with_sm;
+      }
+      continue;
+    }
+    INFO("step " << step << " task " << a.at("task"));
+    REQUIRE(a.contains("hw_sm") == (step == 1));
+    if (step != 1) continue;
+    CHECK(a.at("hw_sm").get<int>() == 40 + 7 * a.at("sm").get<int>());
+    ++tasks_with_sm;
+  }
+  CHECK(launches_with_sm == 1);
+  CHECK(tasks_with_sm == static_cast<int>(t.program.tasks.size()));
+}

@@ -83,6 +83,7 @@ class CudaExecutor final : public Executor {
     if (ev_end_ != nullptr) (void)gpu::event_destroy(ev_end_);
     if (d_trace_ != nullptr) (void)gpu::free_device(d_trace_);
     if (d_chunk_trace_ != nullptr) (void)gpu::free_device(d_chunk_trace_);
+    if (d_worker_sm_ != nullptr) (void)gpu::free_device(d_worker_sm_);
     if (d_arena_ != nullptr) (void)gpu::free_device(d_arena_);
     if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
     if (d_stream_ != nullptr) (void)gpu::free_device(d_stream_);
@@ -144,6 +145,7 @@ class CudaExecutor final : public Executor {
       args.trace = d_trace_;
       args.chunk_trace = d_chunk_trace_;
       args.chunk_trace_per_worker = d_chunk_trace_ != nullptr ? chunks_per_worker_ : 0;
+      args.worker_sm = d_worker_sm_;
     }
     const auto t0 = std::chrono::steady_clock::now();
     AMK_GPU_TRY(gpu::memcpy_h2d_async(d_stage_, h_stage_, stage_bytes_, stream_));
@@ -237,6 +239,10 @@ class CudaExecutor final : public Executor {
     const size_t n = static_cast<size_t>(std::max(prog.sm_queue_offsets[prog.n_sms], 1));
     if (d_trace_ == nullptr) AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_trace_), n * sizeof(TaskTiming)));
     AMK_GPU_TRY(gpu::memset_async(d_trace_, 0, n * sizeof(TaskTiming), stream_));
+    const size_t workers = static_cast<size_t>(std::max(prog.n_sms, 1));
+    if (d_worker_sm_ == nullptr)
+      AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_worker_sm_), workers * sizeof(int32_t)));
+    AMK_GPU_TRY(gpu::memset_async(d_worker_sm_, 0xff, workers * sizeof(int32_t), stream_));  // -1: not started
     if (args_.stream != nullptr && chunks_per_worker_ > 0) {
       const size_t c = chunk_records();
       if (d_chunk_trace_ == nullptr)
@@ -268,6 +274,15 @@ class CudaExecutor final : public Executor {
         hi = std::max(hi, r.t_end);
       }
     }
+    trace->worker_sm.assign(static_cast<size_t>(std::max(prog.n_sms, 0)), -1);
+    if (d_worker_sm_ != nullptr && !trace->worker_sm.empty()) {
+      AMK_GPU_TRY(gpu::memcpy_d2h_async(trace->worker_sm.data(), d_worker_sm_, trace->worker_sm.size() * sizeof(int32_t),
+                                        stream_));
+      AMK_GPU_TRY(gpu::stream_sync(stream_));
+    }
+    // HIP does not read the SM id: no placement rather than a column of -1s.
+    if (std::all_of(trace->worker_sm.begin(), trace->worker_sm.end(), [](int32_t v) { return v < 0; }))
+      trace->worker_sm.clear();
     trace->t_launch_begin = lo == UINT64_MAX ? 0 : lo;  // the device clock has no host view
     trace->t_launch_end = hi;
     trace->chunks.clear();
@@ -865,6 +880,7 @@ class CudaExecutor final : public Executor {
   gpu::Event ev_begin_ = nullptr, ev_end_ = nullptr;
   TaskTiming* d_trace_ = nullptr;
   ChunkTiming* d_chunk_trace_ = nullptr;  ///< a traced launch's chunk records (ring on)
+  int32_t* d_worker_sm_ = nullptr;        ///< a traced launch's SM per worker (LaunchTrace::worker_sm)
   int32_t chunks_per_worker_ = 0;         ///< the most weight-stream chunks of one worker's queue
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;

@@ -893,6 +893,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   const int32_t begin = bounds[worker];
   const int32_t end = bounds[worker + 1];
   if (threadIdx.x == 0) {
+    if (args.worker_sm != nullptr) args.worker_sm[worker] = gpu::sm_id();  // traced: where each worker ran
     s.prog = args.prog;
     s.step = args.step;  // per-step values are fixed for the launch: a kernel parameter, no global read
     s.prog.step = &s.step;

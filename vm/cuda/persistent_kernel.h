@@ -55,6 +55,8 @@ struct KernelArgs {
   /// [workers x chunk_trace_per_worker] the weight stream's chunks (vm/trace.h), or nullptr.
   ChunkTiming* chunk_trace;
   int32_t chunk_trace_per_worker;
+  /// [workers] the SM each block started on (gpu::sm_id), or nullptr: traced launches only.
+  int32_t* worker_sm;
   int32_t ring_slots;       ///< weight-ring slots after the work area (0 = off; sm_90 builds only)
   int32_t ring_slot_bytes;  ///< bytes per slot, a multiple of 128
   int32_t ring_offset;      ///< bytes from the aligned dynamic base to the ring (dyn_smem_layout.h)
