@@ -256,6 +256,48 @@ TEST_CASE("gpu trace: a traced launch records the SM each worker ran on, one wor
   CHECK(tasks == static_cast<int64_t>(p.tasks.size()));
 }
 
+TEST_CASE("gpu blocks may run any permutation of the workers' queues: the results stay, a bad table is refused",
+          "[gpu][stream]") {
+  gputest::require_gpu();
+  const ir::Program p = mixed_stream_program();
+  auto image = gputest::load(p);
+  const int32_t n = image->view().n_sms;
+  REQUIRE(n >= 2);
+  std::string rotation;  // block b runs worker (b + 1) % n
+  for (int32_t b = 0; b < n; ++b) rotation += (b > 0 ? "," : "") + std::to_string((b + 1) % n);
+  for (const std::string& table : {std::string("reverse"), rotation}) {
+    gputest::ScopedEnv env("AMK_BLOCK_WORKERS", table.c_str());
+    Status st = gputest::compare_with_cpu(p, {});
+    INFO("AMK_BLOCK_WORKERS=" << table << ": " << st.message());
+    CHECK(st.is_ok());
+  }
+  {
+    // Traced, reversed: worker w's records come from block n - 1 - w; every worker still ran on
+    // an SM of its own, and the kernel report says which table ran.
+    gputest::ScopedEnv env("AMK_BLOCK_WORKERS", "reverse");
+    auto ex = vm::make_cuda_executor(*image);
+    INFO(ex.status().message());
+    REQUIRE(ex.is_ok());
+    const vm::GpuKernelReport* rep = vm::gpu_kernel_report(**ex);
+    REQUIRE(rep != nullptr);
+    CHECK(rep->block_workers == "reverse");
+    vm::LaunchTrace tr;
+    vm::LaunchOptions lo;
+    lo.trace = &tr;
+    Status st = (*ex)->launch(0, lo, nullptr);
+    INFO(st.message());
+    REQUIRE(st.is_ok());
+    REQUIRE(tr.worker_sm.size() == static_cast<size_t>(n));
+    CHECK(std::set<int32_t>(tr.worker_sm.begin(), tr.worker_sm.end()).size() == static_cast<size_t>(n));
+    for (const vm::TaskTiming& r : tr.records) CHECK(r.t_end != 0);
+  }
+  // Not a permutation: a queue run twice would corrupt its outputs, so the executor refuses it.
+  gputest::ScopedEnv twice("AMK_BLOCK_WORKERS", "0,0");
+  auto bad = vm::make_cuda_executor(*image);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("AMK_BLOCK_WORKERS") != std::string::npos);
+}
+
 TEST_CASE("gpu weight stream: a launch with Llama-3-8B's longest row leaves the SM 60 KiB of L1", "[gpu][stream][smem]") {
   gputest::require_gpu();
   if (gputest::device_sm_major() < 9) FAIL("the weight stream exists on sm_90 builds only; this device has none");

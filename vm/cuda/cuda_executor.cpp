@@ -21,6 +21,7 @@
 #include "instructions/gemv_like.h"
 #include "ir/enums.h"
 #include "targets/gpu.h"
+#include "vm/cuda/block_workers.h"
 #include "vm/cuda/dyn_smem_layout.h"
 #include "vm/cuda/persistent_kernel.h"
 
@@ -440,6 +441,21 @@ class CudaExecutor final : public Executor {
     else
       args_.queue_offsets_in_args = 0;
     report_.queue_bounds_in_args = args_.queue_offsets_in_args != 0;
+    // Which queue each block runs (block_workers.h): the identity, unless AMK_BLOCK_WORKERS (a
+    // measuring and testing knob) names another permutation.
+    args_.block_workers_in_args = 0;
+    report_.block_workers = "identity";
+    if (const char* env = std::getenv("AMK_BLOCK_WORKERS"); env != nullptr && *env != '\0') {
+      if (workers_ > gpuvm::kMaxParamWorkers)
+        return Status(StatusCode::InvalidArgument, "AMK_BLOCK_WORKERS: this launch has " + std::to_string(workers_) +
+                                                       " workers; the table holds at most " +
+                                                       std::to_string(gpuvm::kMaxParamWorkers));
+      Result<std::vector<int32_t>> table = gpuvm::parse_block_workers(env, workers_);
+      if (!table) return table.status();
+      for (int32_t b = 0; b < workers_; ++b) args_.block_workers[b] = static_cast<uint8_t>((*table)[static_cast<size_t>(b)]);
+      args_.block_workers_in_args = 1;
+      report_.block_workers = env;
+    }
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
     args_.staged_tasks = staged;
@@ -919,7 +935,7 @@ std::string GpuKernelReport::summary() const {
             : std::string())
     << " streaming " << streamed_tasks << " task(s)"
     << (fold_streams ? " (MLP folds included)" : "") << ", " << task_blob_bytes
-    << " B host-decoded operands per task";
+    << " B host-decoded operands per task" << (block_workers != "identity" ? ", blocks run workers " + block_workers : "");
   return o.str();
 }
 

@@ -771,13 +771,14 @@ struct Loader {
 /// The loader warp: stage, watch and publish tasks ahead of the compute warps and keep the weight
 /// stream full, until every task is published and every chunk issued, or the compute warps quit;
 /// then wait for the chunks in flight and leave (the compute warps may still be running).
-__device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn, int32_t begin, int32_t end) {
+__device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn, int worker, int32_t begin,
+                            int32_t end) {
   const int lane = gpu::lane_id();
   Loader ld{args, s, begin, end - begin, s.prog.step->epoch};
 #if AMK_HAVE_BULK_COPY
   ld.streaming = streams(args);
   if (lane == 0 && ld.streaming) ld.producer.start(args.stream, ring_view(args, s_dyn, s.ring_bar), s.ring_free, begin, end,
-                                                     ChunkTrace::of(args, static_cast<int>(blockIdx.x)));
+                                                     ChunkTrace::of(args, worker));
 #else
   (void)s_dyn;
 #endif  // AMK_HAVE_BULK_COPY
@@ -888,7 +889,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   extern __shared__ float4 s_dyn_raw[];
   float4* const s_dyn = aligned_dyn_base(s_dyn_raw);
   __shared__ SharedState s;
-  const int worker = static_cast<int>(blockIdx.x);
+  const int worker = args.block_workers_in_args != 0 ? static_cast<int>(args.block_workers[blockIdx.x])
+                                                    : static_cast<int>(blockIdx.x);
   const int32_t* const bounds = args.queue_offsets_in_args != 0 ? args.queue_offsets : args.prog.sm_queue_offsets;
   const int32_t begin = bounds[worker];
   const int32_t end = bounds[worker + 1];
@@ -918,7 +920,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   }
   __syncthreads();  // the whole block, once; from here on the compute warps meet on their own barrier
   if (threadIdx.x >= kComputeThreads) {
-    loader_main(args, s, s_dyn, begin, end);
+    loader_main(args, s, s_dyn, worker, begin, end);
     return;
   }
   constexpr bool kHasLoader = instructions::kLoaderWarps > 0;

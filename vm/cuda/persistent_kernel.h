@@ -95,7 +95,17 @@ struct KernelArgs {
   /// (docs/PERFORMANCE.md row 129).
   int32_t queue_offsets_in_args;
   int32_t queue_offsets[kMaxParamWorkers + 1];
+  /// 1: block b runs the queue of worker block_workers[b], a permutation of [0, workers) that the
+  /// host checked (CudaExecutor::set_block_workers): which queue runs on which SM, so that the
+  /// heavier queues can go to the SMs that stream faster (docs/SM_BALANCE.md). 0: block b runs
+  /// worker b's. Any permutation is correct, wherever the blocks land; correctness never rests
+  /// on the SM a block got (gpu::sm_id).
+  int32_t block_workers_in_args;
+  uint8_t block_workers[kMaxParamWorkers];
 };
+
+static_assert(kMaxParamWorkers <= 256, "block_workers holds worker indices in a byte");
+static_assert(sizeof(KernelArgs) <= 4096, "a kernel's parameters must fit the 4 KiB launch limit");
 
 static_assert(instructions::kTaskBlobBytes % 16 == 0, "the kernel copies task blobs word by word");
 
