@@ -781,6 +781,7 @@ __device__ void loader_main(const KernelArgs& args, SharedState& s, void* s_dyn,
                                                      ChunkTrace::of(args, worker));
 #else
   (void)s_dyn;
+  (void)worker;
 #endif  // AMK_HAVE_BULK_COPY
   for (;;) {
     int32_t t = lane == 0 ? ld.round() : 0;
