@@ -237,6 +237,7 @@ Status compare_with_cpu(const ir::Program& p, const CompareOptions& opt) {
   vm::GpuOptions go;
   go.prefetch_depth = opt.prefetch_depth;
   go.staged_tasks = opt.staged_tasks;
+  go.block_workers = opt.block_workers;
   auto gpu = vm::make_cuda_executor(*gimg, go);
   INFO("make_cuda_executor: " << gpu.status().message());
   REQUIRE(gpu.is_ok());

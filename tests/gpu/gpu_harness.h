@@ -78,6 +78,7 @@ struct CompareOptions {
   double tol_scale = 1.0;                     ///< multiplies the dtype tolerance
   int prefetch_depth = -1;                    ///< GpuOptions::prefetch_depth
   int staged_tasks = -1;                      ///< GpuOptions::staged_tasks
+  std::vector<int32_t> block_workers;         ///< GpuOptions::block_workers
   uint64_t seed = 1;
 };
 

@@ -12,15 +12,32 @@
 
 namespace amk::vm::gpuvm {
 
+/// Whether `table` (block b runs worker table[b]) is a permutation of [0, workers): every worker
+/// exactly once. A queue run twice would corrupt its outputs and one never run would leave its
+/// consumers waiting, so anything else is InvalidArgument, starting with `source` (where the
+/// table came from) and naming the offending entry.
+inline Status check_block_workers(const std::vector<int32_t>& table, int32_t workers, const std::string& source) {
+  const auto bad = [&](const std::string& why) { return Status(StatusCode::InvalidArgument, source + ": " + why); };
+  if (static_cast<int64_t>(table.size()) != workers)
+    return bad(std::to_string(table.size()) + " entries for " + std::to_string(workers) + " blocks (one worker per block)");
+  std::vector<char> seen(static_cast<size_t>(workers), 0);
+  for (size_t b = 0; b < table.size(); ++b) {
+    const int32_t w = table[b];
+    if (w < 0 || w >= workers)
+      return bad("block " + std::to_string(b) + " names worker " + std::to_string(w) + ", outside [0, " +
+                 std::to_string(workers) + ")");
+    if (seen[static_cast<size_t>(w)] != 0)
+      return bad("worker " + std::to_string(w) + " is named twice (every worker exactly once)");
+    seen[static_cast<size_t>(w)] = 1;
+  }
+  return Status::ok();
+}
+
 /// A table for `workers` blocks from the text of AMK_BLOCK_WORKERS (a measuring and testing
-/// knob): "identity", "reverse", or the workers in block order, comma-separated ("2,0,1"). Every
-/// worker exactly once: a queue run twice would corrupt its outputs and one never run would
-/// leave its consumers waiting, so anything else is InvalidArgument naming the knob and the
-/// offending entry.
+/// knob): "identity", "reverse", or the workers in block order, comma-separated ("2,0,1"),
+/// checked by check_block_workers.
 inline Result<std::vector<int32_t>> parse_block_workers(const std::string& text, int32_t workers) {
-  const auto bad = [&](const std::string& why) {
-    return Status(StatusCode::InvalidArgument, "AMK_BLOCK_WORKERS=\"" + text + "\": " + why);
-  };
+  const std::string source = "AMK_BLOCK_WORKERS=\"" + text + "\"";
   std::vector<int32_t> table;
   if (text == "identity" || text == "reverse") {
     for (int32_t b = 0; b < workers; ++b) table.push_back(text == "identity" ? b : workers - 1 - b);
@@ -31,23 +48,46 @@ inline Result<std::vector<int32_t>> parse_block_workers(const std::string& text,
     const size_t comma = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, comma - at);
     if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos)
-      return bad("entry " + std::to_string(table.size()) + " '" + item + "' is not a worker index");
+      return Status(StatusCode::InvalidArgument, source + ": entry " + std::to_string(table.size()) + " '" + item +
+                                                     "' is not a worker index");
     table.push_back(std::stoi(item));
     at = comma + 1;
   }
-  if (static_cast<int32_t>(table.size()) != workers)
-    return bad(std::to_string(table.size()) + " entries for " + std::to_string(workers) +
-               " blocks (want \"identity\", \"reverse\" or one worker per block)");
-  std::vector<char> seen(static_cast<size_t>(workers), 0);
-  for (size_t b = 0; b < table.size(); ++b) {
-    const int32_t w = table[b];
-    if (w >= workers)
-      return bad("block " + std::to_string(b) + " names worker " + std::to_string(w) + ", outside [0, " +
-                 std::to_string(workers) + ")");
-    if (seen[static_cast<size_t>(w)] != 0)
-      return bad("worker " + std::to_string(w) + " is named twice (every worker exactly once)");
-    seen[static_cast<size_t>(w)] = 1;
+  if (Status s = check_block_workers(table, workers, source); !s) return s;
+  return table;
+}
+
+/// The table that pairs the heaviest queue with the fastest block, the second heaviest with the
+/// second fastest, and so on: `queue_load[w]` is worker w's work (its streamed bytes, say) and
+/// `block_speed[b]` how fast block b's SM streams (docs/SM_BALANCE.md). Ties keep index order,
+/// so equal loads or equal speeds give the identity: a table moves queues only where it can
+/// gain. Both vectors must have one positive finite entry per worker.
+inline Result<std::vector<int32_t>> match_blocks_to_queues(const std::vector<double>& queue_load,
+                                                           const std::vector<double>& block_speed) {
+  if (queue_load.size() != block_speed.size())
+    return Status(StatusCode::InvalidArgument, "match_blocks_to_queues: " + std::to_string(queue_load.size()) +
+                                                   " queues for " + std::to_string(block_speed.size()) + " blocks");
+  const size_t n = queue_load.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (!(queue_load[i] >= 0.0 && queue_load[i] < 1e300))
+      return Status(StatusCode::InvalidArgument, "match_blocks_to_queues: queue " + std::to_string(i) + "'s load is " +
+                                                     std::to_string(queue_load[i]) + " (want finite, >= 0)");
+    if (!(block_speed[i] > 0.0 && block_speed[i] < 1e300))
+      return Status(StatusCode::InvalidArgument, "match_blocks_to_queues: block " + std::to_string(i) + "'s speed is " +
+                                                     std::to_string(block_speed[i]) + " (want finite, > 0)");
   }
+  std::vector<int32_t> by_load(n), by_speed(n);
+  for (size_t i = 0; i < n; ++i) by_load[i] = by_speed[i] = static_cast<int32_t>(i);
+  const bool equal_loads = std::all_of(queue_load.begin(), queue_load.end(), [&](double v) { return v == queue_load[0]; });
+  const bool equal_speeds =
+      std::all_of(block_speed.begin(), block_speed.end(), [&](double v) { return v == block_speed[0]; });
+  if (!equal_loads && !equal_speeds) {
+    std::stable_sort(by_load.begin(), by_load.end(), [&](int32_t a, int32_t b) { return queue_load[a] > queue_load[b]; });
+    std::stable_sort(by_speed.begin(), by_speed.end(),
+                     [&](int32_t a, int32_t b) { return block_speed[a] > block_speed[b]; });
+  }
+  std::vector<int32_t> table(n);
+  for (size_t i = 0; i < n; ++i) table[static_cast<size_t>(by_speed[i])] = by_load[i];
   return table;
 }
 

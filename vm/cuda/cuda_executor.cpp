@@ -441,21 +441,9 @@ class CudaExecutor final : public Executor {
     else
       args_.queue_offsets_in_args = 0;
     report_.queue_bounds_in_args = args_.queue_offsets_in_args != 0;
-    // Which queue each block runs (block_workers.h): the identity, unless AMK_BLOCK_WORKERS (a
-    // measuring and testing knob) names another permutation.
-    args_.block_workers_in_args = 0;
-    report_.block_workers = "identity";
-    if (const char* env = std::getenv("AMK_BLOCK_WORKERS"); env != nullptr && *env != '\0') {
-      if (workers_ > gpuvm::kMaxParamWorkers)
-        return Status(StatusCode::InvalidArgument, "AMK_BLOCK_WORKERS: this launch has " + std::to_string(workers_) +
-                                                       " workers; the table holds at most " +
-                                                       std::to_string(gpuvm::kMaxParamWorkers));
-      Result<std::vector<int32_t>> table = gpuvm::parse_block_workers(env, workers_);
-      if (!table) return table.status();
-      for (int32_t b = 0; b < workers_; ++b) args_.block_workers[b] = static_cast<uint8_t>((*table)[static_cast<size_t>(b)]);
-      args_.block_workers_in_args = 1;
-      report_.block_workers = env;
-    }
+    // Which queue each block runs (block_workers.h): GpuOptions::block_workers, else the testing
+    // knob AMK_BLOCK_WORKERS, else the identity.
+    if (Status st = choose_block_workers(options); !st) return st;
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
     args_.staged_tasks = staged;
@@ -489,6 +477,37 @@ class CudaExecutor final : public Executor {
     if (const char* env = std::getenv("AMK_POLL_GATE"); env != nullptr && *env != '\0')  // 0 / 2: measuring
       args_.poll_gate = std::clamp(std::atoi(env), 0, 2);
     report_.poll_gate = args_.poll_gate;
+    return Status::ok();
+  }
+
+  /// KernelArgs::block_workers from GpuOptions::block_workers or AMK_BLOCK_WORKERS; a table that
+  /// is not a permutation of the workers is refused before anything runs.
+  Status choose_block_workers(const GpuOptions& options) {
+    args_.block_workers_in_args = 0;
+    report_.block_workers = "identity";
+    const char* env = std::getenv("AMK_BLOCK_WORKERS");
+    const bool from_env = options.block_workers.empty() && env != nullptr && *env != '\0';
+    if (options.block_workers.empty() && !from_env) return Status::ok();
+    const std::string source = from_env ? "AMK_BLOCK_WORKERS" : "GpuOptions::block_workers";
+    if (workers_ > gpuvm::kMaxParamWorkers)
+      return Status(StatusCode::InvalidArgument, source + ": this launch has " + std::to_string(workers_) +
+                                                     " workers; the table holds at most " +
+                                                     std::to_string(gpuvm::kMaxParamWorkers));
+    std::vector<int32_t> table = options.block_workers;
+    if (from_env) {
+      Result<std::vector<int32_t>> parsed = gpuvm::parse_block_workers(env, workers_);
+      if (!parsed) return parsed.status();
+      table = std::move(*parsed);
+    } else if (Status s = gpuvm::check_block_workers(table, workers_, source); !s) {
+      return s;
+    }
+    bool identity = true;
+    for (int32_t b = 0; b < workers_; ++b) {
+      args_.block_workers[b] = static_cast<uint8_t>(table[static_cast<size_t>(b)]);
+      identity = identity && table[static_cast<size_t>(b)] == b;
+    }
+    args_.block_workers_in_args = identity ? 0 : 1;
+    report_.block_workers = identity ? "identity" : from_env ? std::string(env) : "set by GpuOptions";
     return Status::ok();
   }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 #include "loader/loader.h"
@@ -27,6 +28,13 @@ struct GpuOptions {
   /// wait), 1..4: -1 = the program's config.pipelining_depth (2 when absent). The env var
   /// AMK_STAGED_TASKS overrides both (a measuring knob). Always 1 on HIP (no loader wavefront).
   int staged_tasks = -1;
+  /// Which worker's queue each block of the persistent kernel runs: block b runs worker
+  /// block_workers[b]. Empty = the identity (or the testing knob AMK_BLOCK_WORKERS); otherwise
+  /// a permutation of the program's workers, else InvalidArgument. Any permutation computes the
+  /// same results; it decides which queue runs on which SM, so that a schedule's heavier queues
+  /// can go to the SMs that stream faster (vm/cuda/block_workers.h, docs/SM_BALANCE.md). At
+  /// most kMaxParamWorkers (160) workers.
+  std::vector<int32_t> block_workers;
 };
 
 /// Resources of the compiled persistent kernel as launched for one image.
