@@ -62,9 +62,10 @@ AMK_DEVICE void bulk_copy_once_to_shared(void* dst, const void* src, uint32_t by
 }
 
 /// One thread: ask L2 for `bytes` (a multiple of 16) at global `src`, with nothing landing in this
-/// SM: cp.async.bulk.prefetch.L2 has no shared-memory destination and no completion, so a later
-/// release of this SM does not wait for it (tools/profiling/fence_probe.cu, `l2pf`), where it
-/// waits for every bulk copy into shared memory that is still in flight.
+/// SM: cp.async.bulk.prefetch.L2 has no shared-memory destination and no completion. Used by
+/// tools/profiling/fence_probe.cu (`l2pf`): under every SM's load a release still slows with
+/// prefetches in flight (1.46 us against 0.41 with none, 3.9 with bulk copies into shared memory;
+/// docs/PERFORMANCE.md row 207).
 AMK_DEVICE void bulk_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }

@@ -275,8 +275,9 @@ int g_evict_first = 0;  // --evict-first
 bool g_same = false;    // --same: one region for every block, left in L2
 bool g_per_sm = false;  // --per-sm: per_sm_report() alone
 
-Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
-                  Phases* ph) {
+/// The kernel arguments of configuration `c` on `blocks` blocks of `kib` KiB each, and in *smem the
+/// dynamic shared memory its kernel needs.
+ProbeArgs probe_args(const Config& c, int blocks, long long kib, char* src, char* flush, float* sink, size_t* smem) {
   ProbeArgs a{};
   a.src = src;
   a.slots = c.slots;
@@ -300,9 +301,16 @@ Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flu
                                                  amk::gpu::kWarpSize);
   a.bytes_per_block = (kib * 1024 / unit) * unit;
   a.block_stride = g_same ? 0 : a.bytes_per_block;
-  size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4;
+  *smem = static_cast<size_t>(a.row_bytes / 2) * 4;
   if (c.kind == "ring")  // + the alignment's slack and the largest skew
-    smem += static_cast<size_t>(a.slots) * a.slot_bytes + amk::vm::gpuvm::kDynSmemSlack + amk::vm::gpuvm::kRingSkewMax;
+    *smem += static_cast<size_t>(a.slots) * a.slot_bytes + amk::vm::gpuvm::kDynSmemSlack + amk::vm::gpuvm::kRingSkewMax;
+  return a;
+}
+
+Rate run_config(const Config& c, int blocks, long long kib, char* src, char* flush, size_t flush_bytes, float* sink,
+                  Phases* ph) {
+  size_t smem = 0;
+  ProbeArgs a = probe_args(c, blocks, kib, src, flush, sink, &smem);
   auto kernel = c.kind == "ring" ? ring_probe : ld_probe;
   PROBE_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   // Rates from each block's own start and finish stamps (no launch overhead in them, which
@@ -372,24 +380,10 @@ double correlation(const std::vector<double>& x, const std::vector<double>& y) {
 /// waits for its slowest SM at the end of each stage (docs/PERFORMANCE.md row 210).
 void per_sm_report(int sms, long long kib, char* src, char* flush, size_t flush_bytes, float* sink) {
   const Config c{"ring", 2, 64, 1, 8192, 1};
-  ProbeArgs a{};
-  a.src = src;
-  a.slots = c.slots;
-  a.row_bytes = c.k * 2;
-  a.slot_bytes = ((c.slot_kib * 1024) / a.row_bytes) * a.row_bytes;
-  a.copies = c.copies;
-  a.consume = c.consume;
-  a.x_src = reinterpret_cast<const float*>(flush);
-  a.counter = reinterpret_cast<const unsigned*>(sink) + sms;
-  a.sink = sink;
-  a.ring_skew = g_ring_skew;
-  a.evict_first = 1;  // the megakernel's copies
-  a.split = amk::instructions::gemv_stream_split(a.slot_bytes / a.row_bytes, a.row_bytes / 16, kComputeWarps,
-                                                 amk::gpu::kWarpSize);
-  a.bytes_per_block = (kib * 1024 / a.slot_bytes) * a.slot_bytes;
-  a.block_stride = a.bytes_per_block;
-  const size_t smem = static_cast<size_t>(a.row_bytes / 2) * 4 + static_cast<size_t>(a.slots) * a.slot_bytes +
-                      amk::vm::gpuvm::kDynSmemSlack + amk::vm::gpuvm::kRingSkewMax;
+  size_t smem = 0;
+  ProbeArgs a = probe_args(c, sms, kib, src, flush, sink, &smem);
+  a.block_stride = a.bytes_per_block;  // its own bytes per block, whatever --same says
+  a.evict_first = 1;                   // the megakernel's copies
   PROBE_CHECK(cudaFuncSetAttribute(ring_probe, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   unsigned long long* d_span = nullptr;
   unsigned* d_smid = nullptr;

@@ -56,7 +56,8 @@ struct GpuKernelReport {
   /// Whether the workers' queue bounds come with the launch (KernelArgs::queue_offsets: at most
   /// kMaxParamWorkers workers; env AMK_QUEUE_BOUNDS_IN_ARGS=0 turns it off, a measuring knob).
   bool queue_bounds_in_args = false;
-  /// Which queue each block runs: "identity", or the AMK_BLOCK_WORKERS text (KernelArgs::block_workers).
+  /// Which queue each block runs (KernelArgs::block_workers): "identity", the AMK_BLOCK_WORKERS
+  /// text, or "set by GpuOptions".
   std::string block_workers = "identity";
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)

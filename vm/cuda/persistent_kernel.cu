@@ -321,15 +321,11 @@ struct StreamCursor {
   }
   /// The next chunk (more() was true): its address and size, then past it.
   __device__ const char* take(uint32_t* n) {
-    const char* p = peek(n);
-    offset += *n;
-    return p;
-  }
-  /// The next chunk (more() was true): its address and size, without taking it.
-  __device__ const char* peek(uint32_t* n) const {
     const uint32_t left = cur.bytes - offset;
     *n = left < cur.chunk_bytes ? left : cur.chunk_bytes;
-    return static_cast<const char*>(cur.src) + offset;
+    const char* p = static_cast<const char*>(cur.src) + offset;
+    offset += *n;
+    return p;
   }
 };
 
@@ -644,9 +640,9 @@ struct Loader {
   long long next_poll = 0; ///< clock64() before which the counters are not polled again
   bool stopping = false;   ///< a nonzero stop was published: stage and poll nothing more
   uint32_t chunks_staged = 0;  ///< chunks of the stream table's entries staged so far (AMK_FOLD_STREAM_LINK)
+#if AMK_HAVE_BULK_COPY
   int32_t finished = 0;        ///< tasks the compute warps have finished (released), in order (ring_limit)
   RingIndex finished_at{};     ///< task `finished`'s place among the task slots
-#if AMK_HAVE_BULK_COPY
   bool streaming = false;
   StreamProducer producer;
 #endif  // AMK_HAVE_BULK_COPY

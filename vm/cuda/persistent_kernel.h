@@ -96,7 +96,7 @@ struct KernelArgs {
   int32_t queue_offsets_in_args;
   int32_t queue_offsets[kMaxParamWorkers + 1];
   /// 1: block b runs the queue of worker block_workers[b], a permutation of [0, workers) that the
-  /// host checked (CudaExecutor::set_block_workers): which queue runs on which SM, so that the
+  /// host checked (GpuOptions::block_workers or AMK_BLOCK_WORKERS, vm/cuda/block_workers.h): which queue runs on which SM, so that the
   /// heavier queues can go to the SMs that stream faster (docs/SM_BALANCE.md). 0: block b runs
   /// worker b's. Any permutation is correct, wherever the blocks land; correctness never rests
   /// on the SM a block got (gpu::sm_id).
