@@ -183,6 +183,8 @@ Result<ScheduleConfig> schedule_config_from_json(const nlohmann::json& j, const 
       if (Status s = read_fusion(*it, join(path, "fusion_grouping"), c); !s) return s;
     if (auto it = j.find("sm_assignment"); it != j.end())
       if (Status s = read_sm_assignment(*it, join(path, "sm_assignment"), c); !s) return s;
+    if (Status s = read_int64(j, path, "fast_sms", c.fast_sms); !s) return s;
+    if (Status s = read_real(j, path, "fast_sm_ratio", c.fast_sm_ratio); !s) return s;
     if (Status s = read_int64(j, path, "pipelining_depth", c.pipelining_depth); !s) return s;
     if (Status s = read_string(j, path, "page_allocation", c.page_allocation); !s) return s;
     if (Status s = read_int64(j, path, "threads_per_block", c.threads_per_block); !s) return s;

@@ -325,6 +325,9 @@ nlohmann::ordered_json schedule_config_to_json(const ScheduleConfig& c) {
     for (const auto& [task, sm] : std::get<std::map<int64_t, int64_t>>(c.sm_assignment)) m[std::to_string(task)] = sm;
     j["sm_assignment"] = std::move(m);
   }
+  // Written only when set, so programs without them read as before (the spec has neither).
+  if (c.fast_sms != 0) j["fast_sms"] = c.fast_sms;
+  if (c.fast_sm_ratio != 1.0) j["fast_sm_ratio"] = c.fast_sm_ratio;
   j["pipelining_depth"] = c.pipelining_depth;
   j["page_allocation"] = c.page_allocation;
   j["threads_per_block"] = c.threads_per_block;

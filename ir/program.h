@@ -151,6 +151,11 @@ struct ScheduleConfig {
   std::vector<std::vector<std::string>> fusion_grouping;
   /// "round_robin" | "load_balance" | "stage_balance" (amk) | explicit task id -> sm map.
   std::variant<std::string, std::map<int64_t, int64_t>> sm_assignment = std::string("load_balance");
+  /// amk: "stage_balance" counts SMs [0, fast_sms) as fast_sm_ratio times as fast as the rest, so
+  /// a stage's wide tiles (tiling "wide_tiles") land on the same SMs in every stage; the runtime
+  /// runs those queues on the SMs it measured fastest (docs/SM_BALANCE.md). 0 = all SMs equal.
+  int64_t fast_sms = 0;
+  double fast_sm_ratio = 1.0;
   int64_t pipelining_depth = 2;
   std::string page_allocation = "graph_color";
   int64_t threads_per_block = 256;

@@ -2,6 +2,7 @@
 #include "schedule/decode_preset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -72,6 +73,30 @@ bool replaced_by_rope_qkv(const std::vector<std::string>& group) {
 }
 
 }  // namespace
+
+WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio, int64_t per_sm) {
+  // Whole rows make the ideal widths (n / (slow + fast x ratio) and ratio x that) unreachable, so
+  // try the narrow widths around the ideal one, each with the narrowest wide tile that still
+  // covers n, and keep the one whose stage ends first: max(narrow, wide / ratio) in slow-SM rows.
+  // Ties keep the smaller wide tile; a wide tile no wider than the narrow one means equal tiles.
+  const int64_t wide_count = fast_sms * per_sm, narrow_count = (sms - fast_sms) * per_sm;
+  const double weight = static_cast<double>(narrow_count) + static_cast<double>(wide_count) * ratio;
+  const auto ideal = static_cast<int64_t>(std::floor(static_cast<double>(n) / weight));
+  WideTiles best;
+  best.n_tile = std::max<int64_t>(1, (n + sms * per_sm - 1) / (sms * per_sm));  // equal tiles
+  best.wide_n_tile = best.n_tile;
+  double best_end = static_cast<double>(best.n_tile);
+  for (int64_t narrow = std::max<int64_t>(1, ideal - 1); wide_count > 0 && narrow <= ideal + 2; ++narrow) {
+    const int64_t rest = n - narrow_count * narrow;
+    const int64_t wide = std::max(narrow, rest <= 0 ? narrow : (rest + wide_count - 1) / wide_count);
+    const double end = std::max(static_cast<double>(narrow), static_cast<double>(wide) / ratio);
+    if (wide > narrow && end < best_end) {
+      best = WideTiles{narrow, wide, wide_count};
+      best_end = end;
+    }
+  }
+  return best;
+}
 
 std::optional<AttentionInOProj> attention_in_o_proj_from_name(std::string_view name) {
   return tri_state_from_name<AttentionInOProj>(name);
@@ -201,6 +226,16 @@ std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& ta
     int64_t n, k;      ///< output rows, input width
     int64_t stage_n;   ///< output rows of the projections that run in the same stage, this one's included
   };
+  // Wide tiles for the fast SMs (DecodePreset::fast_sms) in the stages of one projection, whose
+  // tiles alone decide the stage (q / k / v share theirs three ways, gate / up two).
+  const bool wide = tiling.fast_sms > 0 && tiling.tiles_per_stage > 0 && tiling.fast_sm_ratio > 1.0;
+  if (wide) {
+    j["fast_sms"] = tiling.fast_sms;
+    j["fast_sm_ratio"] = tiling.fast_sm_ratio;
+  }
+  const auto single_stage = [&](const std::string& name) {
+    return name == "o_proj" || name == "lm_head" || (fold ? name == "gate_proj" : name == "down_proj");
+  };
   const Proj projs[] = {{"q_proj", q, h, q + 2 * kv},        {"k_proj", kv, h, q + 2 * kv},
                         {"v_proj", kv, h, q + 2 * kv},       {"o_proj", h, q, h},
                         {"gate_proj", inter, h, fold ? inter : 2 * inter},  // the fold: gate's tiles alone
@@ -210,6 +245,16 @@ std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& ta
   for (const Proj& p : projs) {
     int64_t rows = 0;
     const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";
+    const int64_t per_sm = lm_head_per_sm ? tiling.lm_head_tiles_per_sm : tiling.tiles_per_stage;
+    if (wide && single_stage(p.name) && (lm_head_per_sm || tiling.tiles_per_stage > 0)) {
+      const WideTiles w = wide_tiles_for(p.stage_n, sms, std::min(tiling.fast_sms, sms), tiling.fast_sm_ratio, per_sm);
+      j["tiling"][p.name]["N_tile"] = w.n_tile;
+      if (w.wide_tiles > 0) {
+        j["tiling"][p.name]["wide_tiles"] = w.wide_tiles;
+        j["tiling"][p.name]["wide_N_tile"] = w.wide_n_tile;
+      }
+      continue;
+    }
     if (lm_head_per_sm) {
       const int64_t tiles = sms * tiling.lm_head_tiles_per_sm;
       rows = std::max<int64_t>(1, (p.n + tiles - 1) / tiles);

@@ -61,6 +61,11 @@ inline constexpr const char* kAttentionInOEnv = "AMK_ATTENTION_IN_O";
 /// other value leaves the preset's choice.
 inline constexpr const char* kRopeInQkvEnv = "AMK_ROPE_IN_QKV";
 
+/// How much faster a fast SM streamed than the median one inside the megakernel's 8B fold stage
+/// (an H100: 0.91 of the median time per column, docs/PERFORMANCE.md row 210). The streaming
+/// probe alone shows 1.25-1.3, but there every SM competes for HBM the same way.
+inline constexpr double kDefaultFastSmRatio = 1.09;
+
 /// The preset's choices; the defaults are the measured best (H100 / H200, Llama-3.2-1B and 8B).
 struct DecodePreset {
   /// > 0: each stage's projections together (q/k/v, o, gate/up, down) cut into this many tiles per
@@ -109,7 +114,29 @@ struct DecodePreset {
   /// since session 47: H200, two rounds each, 1B -1.2%, 8B -1.0%, max_seq-8192 program -1.9%
   /// against the schedule without it (docs/PERFORMANCE.md rows 191-192).
   bool rope_in_qkv = true;
+  /// > 0: this many SMs stream fast_sm_ratio times as fast as the rest (measured on the device:
+  /// gpu::measure_sm_speeds, docs/SM_BALANCE.md). The single-projection stages (o_proj, the
+  /// fold's or down_proj's, lm_head) then get fast_sms x tiles_per_stage tiles that much wider
+  /// (tiling "wide_tiles" / "wide_N_tile") and stage_balance weighs SMs [0, fast_sms) so: the
+  /// wide tiles land on the same queues in every stage, which the runtime runs on the fast SMs.
+  /// 0 (the default): all tiles equal. Only with tiles_per_stage > 0 and stage_balance.
+  int64_t fast_sms = 0;
+  double fast_sm_ratio = kDefaultFastSmRatio;
 };
+
+/// One single-projection stage's tiles with fast SMs (DecodePreset::fast_sms): `wide_tiles` of
+/// `wide_n_tile` rows first, then tiles of `n_tile`.
+struct WideTiles {
+  int64_t n_tile = 1, wide_n_tile = 1, wide_tiles = 0;
+};
+
+/// The tiles for `n` output rows on `sms` SMs, `per_sm` tiles each, of which `fast_sms` stream
+/// `ratio` times as fast: fast_sms x per_sm wide tiles, about `ratio` times as wide as the rest,
+/// together covering n in at most sms x per_sm tiles, with the widths (whole rows) that end the
+/// stage first (8B fold, 132 SMs, 24 fast at 1.09: 116 and 107 rows, where equal tiles are 109).
+/// Where whole rows leave nothing to gain (the 1B's o_proj: 16-row tiles) the tiles stay equal:
+/// wide_n_tile == n_tile, wide_tiles 0.
+WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio, int64_t per_sm);
 
 /// Whether the preset puts the rope into the q / k GEMVs: rope_in_qkv unless AMK_ROPE_IN_QKV says
 /// "0" or "1" (read now), and never with the attention in o_proj or a dropped qkv group.

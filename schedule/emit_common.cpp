@@ -83,9 +83,8 @@ void emit_gemv_tiles(LowerContext& c, const GemvJob& j) {
   const bool rotates = j.form == GemvForm::RmsNormRope || j.form == GemvForm::RmsNormRopeAppend;
   const bool step_form = rotates || j.form == GemvForm::RmsNormAppend;
   const bool rmsnorm = j.form == GemvForm::RmsNorm || step_form;
-  int64_t tile = c.tiling.n_tile.at(j.proj);
-  if (rotates) tile += tile % 2;  // whole rope pairs (rows 2i, 2i + 1); N is whole heads, so even
-  for (const Span& t : spans_cover(j.N, tile)) {
+  // Rotating tiles hold whole rope pairs (rows 2i, 2i + 1); N is whole heads, so even.
+  for (const Span& t : projection_spans(c.tiling, j.proj, j.N, rotates)) {
     ir::Params p;
     std::vector<ir::BufferId> in;
     Cost cost;

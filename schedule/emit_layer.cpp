@@ -179,7 +179,7 @@ void emit_attention_o_proj(LowerContext& c, const std::string& P, ir::BufferId q
   const int64_t hd = m.head_dim, K = m.q_dim();
   const Span kv = c.tiling.kv_partition(0, c.max_seq);  // the only partition (fusion_check_tiling)
   const auto recipe = static_cast<int64_t>(ir::FusedRecipe::AttentionGemvAdd);
-  for (const Span& t : spans_cover(m.hidden_size, c.tiling.n_tile.at("o_proj"))) {
+  for (const Span& t : projection_spans(c.tiling, "o_proj", m.hidden_size)) {
     ir::Params p;  // ROPE_ATTENTION's params (no head range), then GEMV_ADD's tile
     p.set("recipe", std::string(ir::recipe_find(recipe)->name));
     p.set("head_dim", hd);
@@ -339,7 +339,7 @@ void emit_mlp_fold(LowerContext& c, const std::string& P, const LayerWeights& w,
   const int64_t H = m.hidden_size, I = m.intermediate_size;
   c.b.begin_stage(P + " mlp_fold");
   const auto recipe = static_cast<int64_t>(ir::FusedRecipe::RmsNormMlpFold);
-  for (const Span& t : spans_cover(I, c.tiling.n_tile.at("gate_proj"))) {
+  for (const Span& t : projection_spans(c.tiling, "gate_proj", I)) {
     ir::Params p;
     p.set("recipe", std::string(ir::recipe_find(recipe)->name));
     p.set("K", H);

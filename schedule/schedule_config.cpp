@@ -1,6 +1,9 @@
 // schedule/schedule_config.cpp: schedule-file parsing and target-bound knob checks.
 #include "schedule/schedule_config.h"
 
+#include <algorithm>
+#include <variant>
+
 #include "ir/json.h"
 #include "ir/text_file.h"
 #include "schedule/sm_assign.h"
@@ -12,6 +15,7 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxThreadsPerBlock = 1024;  // CUDA and HIP block-size limit
+constexpr double kMaxFastSmRatio = 4.0;        // measured: 1.09-1.3 (docs/SM_BALANCE.md); more is a typo
 
 Status bad(const std::string& origin, const std::string& path, const std::string& what) {
   return Status(StatusCode::InvalidArgument, origin + ": " + path + ": " + what);
@@ -21,14 +25,16 @@ Status bad(const std::string& origin, const std::string& path, const std::string
 
 Result<ir::ScheduleConfig> schedule_config_from_json(const json& j, const std::string& origin) {
   if (!j.is_object()) return bad(origin, "(root)", "expected a JSON object (a ScheduleConfig)");
-  static const char* const kKnown[] = {"tiling",          "fusion_grouping",   "sm_assignment",       "pipelining_depth",
-                                       "page_allocation", "threads_per_block", "smem_bytes_per_block"};
+  static const char* const kKnown[] = {"tiling",           "fusion_grouping",      "sm_assignment",
+                                       "fast_sms",         "fast_sm_ratio",        "pipelining_depth",
+                                       "page_allocation",  "threads_per_block",    "smem_bytes_per_block"};
   for (const auto& item : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known = known || item.key() == k;
     if (!known) {
       return bad(origin, item.key(),
-                 "unknown schedule knob (known: tiling, fusion_grouping, sm_assignment, pipelining_depth, "
+                 "unknown schedule knob (known: tiling, fusion_grouping, sm_assignment, fast_sms, fast_sm_ratio, "
+                 "pipelining_depth, "
                  "page_allocation, threads_per_block, smem_bytes_per_block)");
     }
   }
@@ -75,6 +81,20 @@ Status schedule_config_check(const ir::ScheduleConfig& c, const ir::GpuTarget& t
   }
   if (const auto* name = std::get_if<std::string>(&c.sm_assignment)) {
     if (!is_sm_policy(*name)) return unknown_sm_policy(*name);
+  }
+  if (c.fast_sms < 0 || c.fast_sms > std::max<int64_t>(target.num_sms, 0)) {
+    return invalid("fast_sms: " + std::to_string(c.fast_sms) + " must be in [0, " + std::to_string(target.num_sms) +
+                   "] (target '" + target.name + "' num_sms)");
+  }
+  if (!(c.fast_sm_ratio >= 1.0 && c.fast_sm_ratio <= kMaxFastSmRatio)) {
+    return invalid("fast_sm_ratio: " + std::to_string(c.fast_sm_ratio) + " must be in [1, " +
+                   std::to_string(kMaxFastSmRatio) + "] (how many times as fast SMs [0, fast_sms) stream)");
+  }
+  const bool balances = std::holds_alternative<std::string>(c.sm_assignment) &&
+                        std::get<std::string>(c.sm_assignment) == "stage_balance";
+  if (c.fast_sms > 0 && !balances) {
+    return invalid("fast_sms: " + std::to_string(c.fast_sms) +
+                   " needs sm_assignment \"stage_balance\" (the only policy that weighs SMs by speed)");
   }
   return Status::ok();
 }

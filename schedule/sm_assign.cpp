@@ -62,11 +62,20 @@ void assign_load_balance(ir::Program& p, int64_t num_sms) {
 // task in one stage (128 down_proj tiles on 132 SMs) gets two or three in the next one. Here each
 // task goes to the SM with the fewest bytes in its own stage, then the fewest tasks in it (tasks
 // without bytes spread too), then the fewest bytes so far, then the lowest index.
-void assign_stage_balance(ir::Program& p, int64_t num_sms) {
+//
+// With fast SMs (ScheduleConfig::fast_sms, docs/SM_BALANCE.md) bytes are weighed by each SM's
+// capacity (fast_sm_ratio for SMs [0, fast_sms), 1 for the rest): a task goes to the SM on which
+// its stage would end first counting it, (stage bytes + task bytes) / capacity, then as above
+// with the bytes so far weighed the same way. A stage's wide tiles come first, so they go to the
+// fast SMs in every stage, and the narrow ones fill the rest. With every capacity 1 the order is
+// exactly the unweighted one.
+void assign_stage_balance(ir::Program& p, int64_t num_sms, int64_t fast_sms, double fast_ratio) {
   struct StageLoad {
     std::vector<int64_t> bytes, tasks;
   };
   const auto n = static_cast<size_t>(num_sms);
+  std::vector<double> capacity(n, 1.0);
+  for (size_t sm = 0; sm < n && static_cast<int64_t>(sm) < fast_sms; ++sm) capacity[sm] = fast_ratio;
   std::vector<int64_t> total(n, 0);
   std::map<int64_t, StageLoad> stages;  // out counter -> load in that stage
   int64_t lone = -1;                    // a task without an out counter is a stage of its own
@@ -77,10 +86,13 @@ void assign_stage_balance(ir::Program& p, int64_t num_sms) {
       st.bytes.assign(n, 0);
       st.tasks.assign(n, 0);
     }
+    const auto end_of = [&](size_t sm) { return static_cast<double>(st.bytes[sm] + task.est_bytes) / capacity[sm]; };
+    const auto so_far = [&](size_t sm) { return static_cast<double>(total[sm]) / capacity[sm]; };
     size_t best = 0;
-    for (size_t sm = 1; sm < n; ++sm)
-      if (std::tie(st.bytes[sm], st.tasks[sm], total[sm]) < std::tie(st.bytes[best], st.tasks[best], total[best]))
-        best = sm;
+    for (size_t sm = 1; sm < n; ++sm) {
+      const double end = end_of(sm), best_end = end_of(best), was = so_far(sm), best_was = so_far(best);
+      if (std::tie(end, st.tasks[sm], was) < std::tie(best_end, st.tasks[best], best_was)) best = sm;
+    }
     task.sm = static_cast<int32_t>(best);
     st.bytes[best] += task.est_bytes;
     st.tasks[best] += 1;
@@ -120,7 +132,7 @@ Status assign_sms(ir::Program& p, const ir::ScheduleConfig& config, const ir::Gp
     return Status::ok();
   }
   if (policy == "stage_balance") {
-    assign_stage_balance(p, t.num_sms);
+    assign_stage_balance(p, t.num_sms, config.fast_sms, config.fast_sm_ratio);
     return Status::ok();
   }
   return unknown_sm_policy(policy);

@@ -58,7 +58,8 @@ Result<TilingPlan> tiling_plan(const ir::ScheduleConfig& config, const ModelConf
     if (!known) return invalid("tiling." + kv.first + ": unknown op archetype (known: " + known_archetypes() + ")");
     const std::vector<std::string> allowed =
         kv.first == "attention" ? std::vector<std::string>{"kv_partitions", "heads_per_task"}
-                                : std::vector<std::string>{"N_tile"};
+        : kv.first == "gemv" || kv.first == "argmax" ? std::vector<std::string>{"N_tile"}
+                                                     : std::vector<std::string>{"N_tile", "wide_tiles", "wide_N_tile"};
     if (Status s = check_keys(kv.second, kv.first, allowed); !s) return s;
   }
   auto params_of = [&](const std::string& arch) -> const std::map<std::string, int64_t>& {
@@ -75,6 +76,17 @@ Result<TilingPlan> tiling_plan(const ir::ScheduleConfig& config, const ModelConf
     // Wider than the output is allowed (one tile), so one setting can serve every projection.
     if (Status s = read_knob(params_of(p), p, "N_tile", 1, kInt32Max, "int32", tile); !s) return s;
     plan.n_tile[p] = tile;
+    // Wide tiles: both knobs or neither, so a count never silently means tiles of N_tile.
+    int64_t wide = 0, wide_tile = 0;
+    if (Status s = read_knob(params_of(p), p, "wide_tiles", 0, kInt32Max, "int32", wide); !s) return s;
+    if (Status s = read_knob(params_of(p), p, "wide_N_tile", 1, kInt32Max, "int32", wide_tile); !s) return s;
+    if ((wide > 0) != (wide_tile > 0))
+      return invalid("tiling." + p + ": wide_tiles and wide_N_tile go together (got wide_tiles " + std::to_string(wide) +
+                     (wide_tile > 0 ? ", wide_N_tile " + std::to_string(wide_tile) : ", no wide_N_tile") + ")");
+    if (wide > 0) {
+      plan.wide_tiles[p] = wide;
+      plan.wide_n_tile[p] = wide_tile;
+    }
   }
 
   const auto& attn = params_of("attention");
@@ -109,10 +121,23 @@ Span TilingPlan::kv_partition(int64_t p, int64_t max_seq) const {
   return Span{begin, (p + 1) * max_seq / kv_partitions - begin};
 }
 
-std::vector<Span> spans_cover(int64_t n, int64_t tile) {
+std::vector<Span> spans_cover(int64_t n, int64_t tile) { return spans_cover(n, tile, 0, tile); }
+
+std::vector<Span> spans_cover(int64_t n, int64_t tile, int64_t wide_count, int64_t wide_tile) {
   std::vector<Span> out;
-  for (int64_t off = 0; off < n; off += tile) out.push_back(Span{off, std::min(tile, n - off)});
+  for (int64_t off = 0; off < n;) {
+    const int64_t width = static_cast<int64_t>(out.size()) < wide_count ? wide_tile : tile;
+    out.push_back(Span{off, std::min(width, n - off)});
+    off += width;
+  }
   return out;
+}
+
+std::vector<Span> projection_spans(const TilingPlan& plan, const std::string& proj, int64_t n, bool pairs) {
+  const auto even = [&](int64_t w) { return pairs ? w + w % 2 : w; };
+  const auto wide = plan.wide_tiles.find(proj);
+  if (wide == plan.wide_tiles.end()) return spans_cover(n, even(plan.n_tile.at(proj)));
+  return spans_cover(n, even(plan.n_tile.at(proj)), wide->second, even(plan.wide_n_tile.at(proj)));
 }
 
 }  // namespace amk::schedule

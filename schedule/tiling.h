@@ -33,6 +33,12 @@ struct Span {
 /// The tiling knob resolved for one model: what emit_* cuts outputs and attention into.
 struct TilingPlan {
   std::map<std::string, int64_t> n_tile;  ///< per projection name
+  /// Per projection: its first wide_tiles[p] tiles are wide_n_tile[p] wide, the rest n_tile[p]
+  /// (0 = all n_tile). The wide tiles are for the SMs that stream faster (docs/SM_BALANCE.md):
+  /// they come first in their stage, where a capacity-weighted stage_balance
+  /// (ScheduleConfig::fast_sms) puts them on the same workers in every stage.
+  std::map<std::string, int64_t> wide_tiles;
+  std::map<std::string, int64_t> wide_n_tile;
   int64_t kv_partitions = 1;              ///< split-KV partitions P (1 = no combine)
   int64_t heads_per_task = 1;             ///< query heads per ATTENTION_TILE task
   /// Logits per SAMPLE_ARGMAX tile; 0 = one whole SAMPLE_ARGMAX task (no tiles, no combine).
@@ -53,5 +59,13 @@ struct TilingPlan {
 
 /// Consecutive spans of `tile` covering [0, n) exactly; the last may be shorter.
 std::vector<Span> spans_cover(int64_t n, int64_t tile);
+
+/// Consecutive spans covering [0, n) exactly: up to `wide_count` of `wide_tile` first, then spans
+/// of `tile`; the last may be shorter. wide_count 0 is spans_cover(n, tile).
+std::vector<Span> spans_cover(int64_t n, int64_t tile, int64_t wide_count, int64_t wide_tile);
+
+/// The spans of projection `proj`'s output of width n under `plan` (its N_tile and wide tiles),
+/// with every width rounded up to even when `pairs` (rope pairs must not straddle two tiles).
+std::vector<Span> projection_spans(const TilingPlan& plan, const std::string& proj, int64_t n, bool pairs = false);
 
 }  // namespace amk::schedule

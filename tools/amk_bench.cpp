@@ -335,6 +335,17 @@ int main(int argc, char** argv) {
       decode->add_flag_callback(
           "--no-mlp-fold", [&dopt] { dopt.tiling.mlp_fold = amk::schedule::MlpFold::Off; },
           "built-in schedule: never fold the MLP (bit-reproducible logits)"),
+      decode
+          ->add_option("--fast-sms", dopt.fast_sms,
+                       "built-in schedule: wider tiles for this many SMs that stream faster, run on the SMs measured "
+                       "fastest (docs/SM_BALANCE.md); auto = as many as measure so (env AMK_FAST_SMS sets the default)")
+          ->check(CLI::IsMember({"auto"}) | CLI::Range(0, 1024))
+          ->capture_default_str(),
+      decode
+          ->add_option("--fast-sm-ratio", dopt.tiling.fast_sm_ratio,
+                       "built-in schedule: how many times as wide the fast SMs' tiles are")
+          ->check(CLI::Range(1.0, 4.0))
+          ->capture_default_str(),
   };
   for (CLI::Option* knob : preset_knobs) knob->excludes(schedule);
   decode->add_flag("--profile", dopt.profile, "one traced launch per ctx: where the time goes");

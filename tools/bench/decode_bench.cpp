@@ -20,6 +20,7 @@
 #include "tools/bench/decode_rig.h"
 #include "tools/bench/trace_summary.h"
 #include "vm/cuda/cuda_executor.h"
+#include "vm/cuda/sm_speed.h"
 #include "vm/trace_export.h"
 
 namespace amk::bench {
@@ -43,6 +44,7 @@ std::string preset_summary(const schedule::DecodePreset& p, const schedule::Mode
     out << ", MLP fold (F32 atomic adds: logits not bit-reproducible; --no-mlp-fold keeps them so)";
   // What the preset resolved (AMK_ROPE_IN_QKV may override the knob), so an A/B names its side.
   out << (schedule::decode_preset_rope_in_qkv(p, model, max_seq) ? ", rope in the q / k GEMVs" : ", rope in attention");
+  if (p.fast_sms > 0) out << ", " << p.fast_sms << " fast SMs with tiles " << p.fast_sm_ratio << "x as wide";
   out << ")";
   return out.str();
 }
@@ -70,10 +72,27 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   const int64_t max_ctx = *std::max_element(o.ctx.begin(), o.ctx.end());
   if (*std::min_element(o.ctx.begin(), o.ctx.end()) < 1) return fail(kExitBadInput, "--ctx lengths must be >= 1");
   const int64_t max_seq = bench_max_seq(max_ctx, o.check_steps);
+  // Wide tiles for the SMs that stream faster: how many, measured here when asked (auto).
+  schedule::DecodePreset preset = o.tiling;
+  std::string fast_note;
+  if (o.fast_sms == "auto") {
+    Result<vm::gpuvm::SmSpeeds> speeds = vm::gpuvm::measure_sm_speeds();
+    if (!speeds) return fail(kExitGpu, "measuring each SM's streaming speed: " + speeds.status().message());
+    preset.fast_sms = speeds->fast;
+    std::ostringstream note;
+    note << speeds->fast << " SMs measured fast (" << speeds->fast_speed << "x the median)";
+    fast_note = note.str();
+  } else {
+    char* end = nullptr;
+    const long n = std::strtol(o.fast_sms.c_str(), &end, 10);
+    if (o.fast_sms.empty() || *end != '\0' || n < 0 || n > 1024)
+      return fail(kExitBadInput, "--fast-sms (or AMK_FAST_SMS) \"" + o.fast_sms + "\" is not auto or a count in [0, 1024]");
+    preset.fast_sms = n;
+  }
 
   // The built-in schedule's knobs (the gpu-decode preset), or --schedule's file.
   const std::string preset_json =
-      o.schedule.empty() ? schedule::decode_preset_json(*model, *target, max_seq, o.tiling) : std::string();
+      o.schedule.empty() ? schedule::decode_preset_json(*model, *target, max_seq, preset) : std::string();
   Result<ir::ScheduleConfig> cfg = o.schedule.empty()
                                        ? schedule::schedule_config_from_json_text(preset_json, "built-in decode schedule")
                                        : schedule::schedule_config_load(o.schedule);
@@ -132,6 +151,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     j["check"] = {{"steps", o.check_steps},  {"agree", check.agree},          {"near_ties", check.near_ties},
                   {"baseline", o.baseline}, {"max_rel_l2", check.max_rel_l2}, {"max_abs_logit_diff", check.max_abs_logit_diff}};
     if (rep != nullptr) j["kernel"] = rep->summary();
+    if (!fast_note.empty()) j["fast_sms_measured"] = fast_note;
     if (!amk.emulation.empty()) j["emulation"] = amk.emulation;
     for (const CtxResult& r : results) {
       nlohmann::ordered_json c{{"ctx", r.ctx}, {"amk_ms_per_token", r.amk_ms}, {"amk_pct_of_copy_bw", pct(r.amk_ms)}};
@@ -149,7 +169,8 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     std::printf("model: %s (target %s), %zu tasks, weights %.1f MB (bf16, seeded random, seed %llu)\n",
                 o.model.c_str(), target->name.c_str(), amk.program.tasks.size(), wbytes / 1e6,
                 static_cast<unsigned long long>(o.seed));
-    std::printf("schedule: %s\n", preset_json.empty() ? o.schedule.c_str() : preset_summary(o.tiling, *model, *target, amk.max_seq).c_str());
+    std::printf("schedule: %s\n", preset_json.empty() ? o.schedule.c_str() : preset_summary(preset, *model, *target, amk.max_seq).c_str());
+    if (!fast_note.empty()) std::printf("fast SMs: %s\n", fast_note.c_str());
     std::printf("copy bandwidth: %.0f GB/s (D2D %zu MiB, read + write)\n", bw->gbs, bw->bytes >> 20);
     if (!amk.emulation.empty()) std::printf("emulation: %s\n", amk.emulation.c_str());
     if (amk.base)

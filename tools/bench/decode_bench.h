@@ -6,6 +6,7 @@
 // of both. docs/PERFORMANCE.md records the figures and the commands.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ struct DecodeBenchOptions {
   std::string trace_out;               ///< Chrome trace of the profiled launches (implies profile)
   int watchdog_ms = 30000;             ///< per-launch deadline (a profiler replaying launches needs more)
   schedule::DecodePreset tiling;       ///< the built-in schedule (the gpu-decode preset)
+  /// The preset's fast_sms: a count, or "auto" (measure_sm_speeds' count of fast SMs). The
+  /// default is env AMK_FAST_SMS, else "0" (a measuring knob while the gain is measured).
+  std::string fast_sms = default_fast_sms();
+
+  static std::string default_fast_sms() {
+    const char* env = std::getenv("AMK_FAST_SMS");
+    return env != nullptr && *env != '\0' ? std::string(env) : std::string("0");
+  }
 };
 
 /// KV cache rows amk-bench gives a run (decode, tune): the longest context, or the correctness

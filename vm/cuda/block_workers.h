@@ -91,4 +91,44 @@ inline Result<std::vector<int32_t>> match_blocks_to_queues(const std::vector<dou
   return table;
 }
 
+/// Keeps a schedule's heavier queues on the SMs that stream faster from launch to launch
+/// (docs/SM_BALANCE.md). A launch records the SM each worker started on (KernelArgs::worker_sm);
+/// observe() turns that into each block's SM and, when the placement moved (or on the first
+/// launch), a new block -> worker table from the queues' loads and those SMs' speeds. Only the
+/// table moves queues: the device never takes an index from an SM id, so a wrong or stale guess
+/// about the placement costs speed, never correctness.
+struct SmBalancer {
+  std::vector<double> queue_load;   ///< per worker: its queue's weight bytes, say
+  std::vector<double> speed_by_sm;  ///< per hardware SM id (sm_speed.h); 0 or absent = unknown
+  std::vector<int32_t> placement;   ///< block -> SM as last observed (empty before the first launch)
+  int moves = 0;                    ///< tables handed out (the first included)
+
+  /// After a launch in which block b ran worker table[b] and worker w started on SM
+  /// worker_sm[w]: the table for the next launch, or an empty vector when the placement is the
+  /// one already balanced for (or a worker recorded no SM: a launch that did not run).
+  Result<std::vector<int32_t>> observe(const std::vector<int32_t>& table, const std::vector<int32_t>& worker_sm) {
+    const size_t n = table.size();
+    if (worker_sm.size() != n || queue_load.size() != n)
+      return Status(StatusCode::InvalidArgument, "SmBalancer: " + std::to_string(n) + " blocks, " +
+                                                     std::to_string(worker_sm.size()) + " recorded SMs, " +
+                                                     std::to_string(queue_load.size()) + " queue loads");
+    std::vector<int32_t> block_sm(n);
+    for (size_t b = 0; b < n; ++b) {
+      const int32_t w = table[b];
+      if (w < 0 || static_cast<size_t>(w) >= n || worker_sm[static_cast<size_t>(w)] < 0) return std::vector<int32_t>{};
+      block_sm[b] = worker_sm[static_cast<size_t>(w)];
+    }
+    if (block_sm == placement) return std::vector<int32_t>{};
+    placement = block_sm;
+    std::vector<double> speed(n, 1.0);
+    for (size_t b = 0; b < n; ++b) {
+      const auto sm = static_cast<size_t>(block_sm[b]);
+      if (sm < speed_by_sm.size() && speed_by_sm[sm] > 0.0) speed[b] = speed_by_sm[sm];
+    }
+    Result<std::vector<int32_t>> next = match_blocks_to_queues(queue_load, speed);
+    if (next) ++moves;
+    return next;
+  }
+};
+
 }  // namespace amk::vm::gpuvm

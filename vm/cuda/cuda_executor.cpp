@@ -22,6 +22,7 @@
 #include "ir/enums.h"
 #include "targets/gpu.h"
 #include "vm/cuda/block_workers.h"
+#include "vm/cuda/sm_speed.h"
 #include "vm/cuda/dyn_smem_layout.h"
 #include "vm/cuda/persistent_kernel.h"
 
@@ -89,6 +90,7 @@ class CudaExecutor final : public Executor {
     if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
     if (d_stream_ != nullptr) (void)gpu::free_device(d_stream_);
     if (h_pinned_ != nullptr) (void)gpu::host_free(h_pinned_);
+    if (h_worker_sm_ != nullptr) (void)gpu::host_free(h_worker_sm_);
   }
 
   Status init(const GpuOptions& options) {
@@ -148,6 +150,7 @@ class CudaExecutor final : public Executor {
       args.chunk_trace_per_worker = d_chunk_trace_ != nullptr ? chunks_per_worker_ : 0;
       args.worker_sm = d_worker_sm_;
     }
+    if (balancing_) args.worker_sm = d_worker_sm_;  // one store per block: where each worker ran
     const auto t0 = std::chrono::steady_clock::now();
     AMK_GPU_TRY(gpu::memcpy_h2d_async(d_stage_, h_stage_, stage_bytes_, stream_));
     AMK_GPU_TRY(gpu::event_record(ev_begin_, stream_));
@@ -158,6 +161,8 @@ class CudaExecutor final : public Executor {
     }
     AMK_GPU_TRY(gpu::event_record(ev_end_, stream_));
     AMK_GPU_TRY(gpu::memcpy_d2h_async(h_error_out_, d_error_, sizeof(amk_error_slot_t), stream_));
+    if (balancing_)
+      AMK_GPU_TRY(gpu::memcpy_d2h_async(h_worker_sm_, d_worker_sm_, sizeof(int32_t) * static_cast<size_t>(workers_), stream_));
 
     bool timed_out = false;
     s = wait_stream(t0 + options.deadline, &timed_out);
@@ -201,6 +206,7 @@ class CudaExecutor final : public Executor {
                                                  instructions::device_error_name(err.code) + " (worker " +
                                                  std::to_string(err.detail) + ")");
     }
+    if (balancing_) return rebalance();
     return Status::ok();
   }
 
@@ -444,6 +450,7 @@ class CudaExecutor final : public Executor {
     // Which queue each block runs (block_workers.h): GpuOptions::block_workers, else the testing
     // knob AMK_BLOCK_WORKERS, else the identity.
     if (Status st = choose_block_workers(options); !st) return st;
+    if (Status st = choose_sm_balance(options); !st) return st;
     args_.work_floats = static_cast<int32_t>(floats);
     args_.prefetch_depth = depth;
     args_.staged_tasks = staged;
@@ -508,6 +515,72 @@ class CudaExecutor final : public Executor {
     }
     args_.block_workers_in_args = identity ? 0 : 1;
     report_.block_workers = identity ? "identity" : from_env ? std::string(env) : "set by GpuOptions";
+    return Status::ok();
+  }
+
+  /// Balancing for a schedule with fast SMs (ScheduleConfig::fast_sms, docs/SM_BALANCE.md): the
+  /// speeds per SM (given or measured now), each queue's weight bytes, and a device array where
+  /// every launch records each worker's SM. Off when the table is fixed by hand, on HIP (no SM
+  /// id), or with AMK_SM_BALANCE=0.
+  Status choose_sm_balance(const GpuOptions& options) {
+    const auto& cfg = image_.program().config;
+    if (!cfg || cfg->fast_sms <= 0) return Status::ok();
+    if (args_.block_workers_in_args != 0 || !options.block_workers.empty()) {
+      report_.sm_balance = "off (the block -> worker table is fixed)";
+      return Status::ok();
+    }
+    if (env_is("AMK_SM_BALANCE", "0")) {
+      report_.sm_balance = "off (AMK_SM_BALANCE=0)";
+      return Status::ok();
+    }
+    if (workers_ > gpuvm::kMaxParamWorkers) {
+      report_.sm_balance = "off (more workers than the table holds)";
+      return Status::ok();
+    }
+#ifdef AMK_USE_HIP
+    report_.sm_balance = "off (HIP reads no SM id)";
+    return Status::ok();
+#else
+    std::vector<double> speeds = options.sm_speeds;
+    int fast = 0;
+    if (speeds.empty()) {
+      Result<gpuvm::SmSpeeds> measured = gpuvm::measure_sm_speeds();
+      if (!measured) return measured.status();
+      speeds = measured->by_sm;
+      fast = measured->fast;
+    } else {
+      fast = static_cast<int>(std::count_if(speeds.begin(), speeds.end(),
+                                            [](double v) { return v >= gpuvm::kFastSmThreshold; }));
+    }
+    balancer_.speed_by_sm = std::move(speeds);
+    balancer_.queue_load.assign(static_cast<size_t>(workers_), 0.0);
+    for (const ir::Task& t : image_.program().tasks)
+      if (t.sm && *t.sm >= 0 && *t.sm < workers_) balancer_.queue_load[static_cast<size_t>(*t.sm)] += static_cast<double>(t.est_bytes);
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_worker_sm_), sizeof(int32_t) * static_cast<size_t>(workers_)));
+    AMK_GPU_TRY(gpu::host_alloc_mapped(reinterpret_cast<void**>(&h_worker_sm_), sizeof(int32_t) * static_cast<size_t>(workers_)));
+    balancing_ = true;
+    report_.sm_balance = std::to_string(fast) + " fast SMs measured, the schedule's " + std::to_string(cfg->fast_sms);
+    return Status::ok();
+#endif  // AMK_USE_HIP
+  }
+
+  /// After a launch with balancing on: the placement it recorded, and a new table if it moved.
+  Status rebalance() {
+    std::vector<int32_t> table(static_cast<size_t>(workers_)), worker_sm(h_worker_sm_, h_worker_sm_ + workers_);
+    for (int32_t b = 0; b < workers_; ++b)
+      table[static_cast<size_t>(b)] = args_.block_workers_in_args != 0 ? args_.block_workers[b] : b;
+    Result<std::vector<int32_t>> next = balancer_.observe(table, worker_sm);
+    if (!next) return next.status();
+    if (next->empty()) return Status::ok();
+    if (Status s = gpuvm::check_block_workers(*next, workers_, "SmBalancer"); !s) return s;
+    bool identity = true;
+    for (int32_t b = 0; b < workers_; ++b) {
+      args_.block_workers[b] = static_cast<uint8_t>((*next)[static_cast<size_t>(b)]);
+      identity = identity && (*next)[static_cast<size_t>(b)] == b;
+    }
+    args_.block_workers_in_args = identity ? 0 : 1;
+    report_.block_workers = identity ? "identity" : "balanced over the measured SM speeds";
+    report_.balance_moves = balancer_.moves;
     return Status::ok();
   }
 
@@ -915,7 +988,10 @@ class CudaExecutor final : public Executor {
   gpu::Event ev_begin_ = nullptr, ev_end_ = nullptr;
   TaskTiming* d_trace_ = nullptr;
   ChunkTiming* d_chunk_trace_ = nullptr;  ///< a traced launch's chunk records (ring on)
-  int32_t* d_worker_sm_ = nullptr;        ///< a traced launch's SM per worker (LaunchTrace::worker_sm)
+  int32_t* d_worker_sm_ = nullptr;        ///< a traced (or balanced) launch's SM per worker (LaunchTrace::worker_sm)
+  int32_t* h_worker_sm_ = nullptr;        ///< pinned: the last balanced launch's copy of it
+  bool balancing_ = false;                ///< choose_sm_balance turned it on
+  gpuvm::SmBalancer balancer_;
   int32_t chunks_per_worker_ = 0;         ///< the most weight-stream chunks of one worker's queue
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
@@ -954,7 +1030,8 @@ std::string GpuKernelReport::summary() const {
             : std::string())
     << " streaming " << streamed_tasks << " task(s)"
     << (fold_streams ? " (MLP folds included)" : "") << ", " << task_blob_bytes
-    << " B host-decoded operands per task" << (block_workers != "identity" ? ", blocks run workers " + block_workers : "");
+    << " B host-decoded operands per task" << (block_workers != "identity" ? ", blocks run workers " + block_workers : "")
+    << (sm_balance != "off" ? ", SM balance: " + sm_balance : "");
   return o.str();
 }
 

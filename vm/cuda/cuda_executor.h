@@ -35,6 +35,14 @@ struct GpuOptions {
   /// can go to the SMs that stream faster (vm/cuda/block_workers.h, docs/SM_BALANCE.md). At
   /// most kMaxParamWorkers (160) workers.
   std::vector<int32_t> block_workers;
+  /// For a program whose schedule gives some SMs wider tiles (ScheduleConfig::fast_sms > 0): how
+  /// fast each SM streams, by hardware SM id (vm/cuda/sm_speed.h, measure_sm_speeds). Empty =
+  /// measured when the executor is made (a few ms). The executor then runs the heavier queues on
+  /// the faster SMs: after every launch it reads where each worker ran and, if the placement
+  /// moved, hands the next launch a new block_workers table (gpuvm::SmBalancer). Not used when
+  /// block_workers or AMK_BLOCK_WORKERS fixes the table; AMK_SM_BALANCE=0 turns it off (a
+  /// measuring knob: the wide tiles then run wherever the identity puts them).
+  std::vector<double> sm_speeds;
 };
 
 /// Resources of the compiled persistent kernel as launched for one image.
@@ -59,6 +67,10 @@ struct GpuKernelReport {
   /// Which queue each block runs (KernelArgs::block_workers): "identity", the AMK_BLOCK_WORKERS
   /// text, or "set by GpuOptions".
   std::string block_workers = "identity";
+  /// The balancing of GpuOptions::sm_speeds: "off", or how many fast SMs the speeds show against
+  /// the schedule's fast_sms (updated as launches move tables: see balance_moves).
+  std::string sm_balance = "off";
+  int balance_moves = 0;  ///< block -> worker tables the balancing has handed out so far
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   /// Most chunks the ring holds unconsumed while a streamed task runs (KernelArgs::ring_streaming_cap;

@@ -1,0 +1,245 @@
+// tests/schedule/fast_sms_test.cpp: wide tiles for the SMs that stream faster (docs/SM_BALANCE.md).
+// The tiling's wide_tiles / wide_N_tile, the preset's fast_sms, and stage_balance weighing SMs
+// [0, fast_sms) by fast_sm_ratio: every wide tile of a stage on its own fast SM, in every stage,
+// and the narrow ones on the rest, so each stage ends sooner counted in capacity-weighted bytes.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/json.h"
+#include "ir/validate.h"
+#include "schedule/decode_preset.h"
+#include "schedule/lower.h"
+#include "schedule/model_config.h"
+#include "schedule/schedule_config.h"
+#include "schedule/tiling.h"
+#include "targets/registry.h"
+
+using namespace amk;
+using Catch::Matchers::Contains;
+
+namespace {
+
+schedule::ModelConfig model(const std::string& name) {
+  auto m = schedule::model_config_load(std::string(AMK_SOURCE_DIR) + "/tests/fixtures/configs/" + name);
+  REQUIRE(m.is_ok());
+  return *m;
+}
+
+ir::GpuTarget h100() { return *targets::target_find("h100"); }
+
+ir::ScheduleConfig preset_config(const schedule::ModelConfig& m, const schedule::DecodePreset& preset) {
+  auto c = schedule::schedule_config_from_json_text(schedule::decode_preset_json(m, h100(), 256, preset), "preset");
+  REQUIRE(c.is_ok());
+  return *c;
+}
+
+ir::Program lower_preset(const schedule::ModelConfig& m, const schedule::DecodePreset& preset) {
+  auto p = schedule::lower(m, preset_config(m, preset), h100(), schedule::LowerOptions{256, ir::DType::BF16, ir::DType::BF16});
+  REQUIRE(p.is_ok());
+  return *p;
+}
+
+// The tasks whose label contains `kind` (".mlp_fold[", ".o_proj["), grouped by their stage.
+std::map<int32_t, std::vector<const ir::Task*>> stages_of(const ir::Program& p, const std::string& kind) {
+  std::map<int32_t, std::vector<const ir::Task*>> out;
+  for (const ir::Task& t : p.tasks)
+    if (t.label.find(kind) != std::string::npos) out[t.out_counter.value].push_back(&t);
+  return out;
+}
+
+// A stage's end counted in capacity-weighted bytes: the largest bytes / capacity over its SMs.
+double weighted_end(const std::vector<const ir::Task*>& stage, int64_t fast_sms, double ratio) {
+  std::map<int32_t, int64_t> bytes;
+  for (const ir::Task* t : stage) bytes[*t->sm] += t->est_bytes;
+  double end = 0;
+  for (const auto& [sm, b] : bytes) end = std::max(end, static_cast<double>(b) / (sm < fast_sms ? ratio : 1.0));
+  return end;
+}
+
+}  // namespace
+
+TEST_CASE("spans_cover with wide tiles: the wide ones first, the output covered exactly once", "[schedule]") {
+  const std::vector<schedule::Span> s = schedule::spans_cover(100, 10, 3, 13);
+  REQUIRE(s.size() == 10);  // 3 x 13 = 39, then 61 in tens: 6 full and a 1
+  int64_t at = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    CHECK(s[i].off == at);
+    at += s[i].len;
+    if (i < 3) CHECK(s[i].len == 13);
+  }
+  CHECK(at == 100);
+  CHECK(s.back().len == 1);
+  // More wide tiles than the output holds: the last is cut, no empty span.
+  const auto short_out = schedule::spans_cover(20, 4, 5, 9);
+  REQUIRE(short_out.size() == 3);
+  CHECK(short_out[2].len == 2);
+  // No wide tiles: exactly the plain cover.
+  const auto plain = schedule::spans_cover(50, 7, 0, 99), equal = schedule::spans_cover(50, 7);
+  REQUIRE(plain.size() == equal.size());
+  for (size_t i = 0; i < plain.size(); ++i) CHECK((plain[i].off == equal[i].off && plain[i].len == equal[i].len));
+}
+
+TEST_CASE("wide_tiles_for: wide tiles ratio x wider, covering n in at most sms x per_sm tiles", "[schedule]") {
+  // The 8B's fold on an H100 (docs/SM_BALANCE.md): 14336 columns, 24 of 132 SMs 1.09 x as fast.
+  const schedule::WideTiles fold = schedule::wide_tiles_for(14336, 132, 24, 1.09, 1);
+  CHECK(fold.n_tile == 107);
+  CHECK(fold.wide_n_tile == 116);  // ends at max(107, 116 / 1.09 = 106.4) slow-SM rows, against 109
+  CHECK(fold.wide_tiles == 24);
+  // The 1B's o_proj (2048 rows): 15 and 18 would end at 16.5, later than equal tiles of 16.
+  const schedule::WideTiles o = schedule::wide_tiles_for(2048, 132, 24, 1.09, 1);
+  CHECK(o.wide_tiles == 0);
+  CHECK(o.n_tile == 16);
+  for (int64_t n : {1, 7, 512, 2048, 4096, 8192, 14336, 128256})
+    for (int64_t per_sm : {1, 2, 3})
+      for (double ratio : {1.05, 1.09, 1.3, 2.0}) {
+        const schedule::WideTiles w = schedule::wide_tiles_for(n, 132, 24, ratio, per_sm);
+        CAPTURE(n, per_sm, ratio);
+        const int64_t equal = (n + 132 * per_sm - 1) / (132 * per_sm);
+        const auto spans = schedule::spans_cover(n, w.n_tile, w.wide_tiles, w.wide_n_tile);
+        CHECK(static_cast<int64_t>(spans.size()) <= 132 * per_sm);
+        if (w.wide_tiles == 0) {
+          CHECK(w.n_tile == equal);
+        } else {
+          CHECK(w.wide_tiles == 24 * per_sm);
+          CHECK(w.wide_n_tile > w.n_tile);
+          // Never later than equal tiles, counted in slow-SM rows.
+          CHECK(std::max<double>(w.n_tile, w.wide_n_tile / ratio) < equal);
+        }
+      }
+}
+
+TEST_CASE("tiling: wide_tiles and wide_N_tile per projection, together or not at all", "[schedule]") {
+  const schedule::ModelConfig m = model("llama-3.2-1b.json");
+  ir::ScheduleConfig c;
+  c.tiling["o_proj"] = {{"N_tile", 16}, {"wide_tiles", 4}, {"wide_N_tile", 18}};
+  auto plan = schedule::tiling_plan(c, m, 256);
+  REQUIRE(plan.is_ok());
+  CHECK(plan->wide_tiles.at("o_proj") == 4);
+  CHECK(plan->wide_n_tile.at("o_proj") == 18);
+  CHECK(plan->wide_tiles.count("q_proj") == 0);
+  const auto spans = schedule::projection_spans(*plan, "o_proj", 2048);
+  CHECK(spans[3].len == 18);
+  CHECK(spans[4].len == 16);
+
+  c.tiling["o_proj"] = {{"N_tile", 16}, {"wide_tiles", 4}};
+  CHECK_THAT(schedule::tiling_plan(c, m, 256).status().message(),
+             Contains("tiling.o_proj") && Contains("wide_N_tile") && Contains("together"));
+  c.tiling["o_proj"] = {{"N_tile", 16}, {"wide_N_tile", 18}};
+  CHECK_THAT(schedule::tiling_plan(c, m, 256).status().message(), Contains("wide_tiles 0"));
+  c.tiling["o_proj"] = {{"wide_tiles", -1}, {"wide_N_tile", 18}};
+  CHECK_THAT(schedule::tiling_plan(c, m, 256).status().message(), Contains("tiling.o_proj.wide_tiles"));
+  c.tiling.clear();
+  c.tiling["gemv"] = {{"wide_tiles", 2}};  // per projection only: a shared width has no "first tiles"
+  CHECK_THAT(schedule::tiling_plan(c, m, 256).status().message(),
+             Contains("tiling.gemv.wide_tiles") && Contains("unknown tiling parameter"));
+}
+
+TEST_CASE("schedule config: fast_sms and fast_sm_ratio checked against the target and the policy", "[schedule]") {
+  const ir::GpuTarget t = h100();
+  ir::ScheduleConfig c;
+  c.sm_assignment = std::string("stage_balance");
+  c.fast_sms = 24;
+  c.fast_sm_ratio = 1.09;
+  CHECK(schedule::schedule_config_check(c, t).is_ok());
+  c.fast_sms = 133;
+  CHECK_THAT(schedule::schedule_config_check(c, t).message(), Contains("fast_sms: 133") && Contains("[0, 132]"));
+  c.fast_sms = 24;
+  c.fast_sm_ratio = 0.9;
+  CHECK_THAT(schedule::schedule_config_check(c, t).message(), Contains("fast_sm_ratio"));
+  c.fast_sm_ratio = 1.09;
+  c.sm_assignment = std::string("load_balance");
+  CHECK_THAT(schedule::schedule_config_check(c, t).message(), Contains("stage_balance"));
+  c.sm_assignment = std::string("stage_balance");
+  CHECK_THAT(schedule::schedule_config_check(c, *targets::target_find("cpu")).message(),
+             Contains("fast_sms: 24") && Contains("[0, 0]"));  // the CPU VM has no SMs to be fast
+
+  // A schedule file: known knobs, typed like a program's config.
+  auto read = schedule::schedule_config_from_json_text(R"({"sm_assignment": "stage_balance", "fast_sms": 8, "fast_sm_ratio": 1.2})", "s.json");
+  REQUIRE(read.is_ok());
+  CHECK(read->fast_sms == 8);
+  CHECK(read->fast_sm_ratio == Approx(1.2));
+  CHECK_THAT(schedule::schedule_config_from_json_text(R"({"fast_sms": 1.5})", "s.json").status().message(),
+             Contains("fast_sms"));
+}
+
+TEST_CASE("the preset's fast_sms: each stage's wide tiles on the fast SMs, the same ones in every stage", "[schedule]") {
+  const schedule::ModelConfig m = model("llama-3-8b.json");
+  schedule::DecodePreset equal;
+  equal.mlp_fold = schedule::MlpFold::On;
+  equal.attention_in_o_proj = schedule::AttentionInOProj::Off;
+  schedule::DecodePreset fast = equal;
+  fast.fast_sms = 24;
+  fast.fast_sm_ratio = 1.09;
+  const ir::ScheduleConfig c = preset_config(m, fast);
+  CHECK(c.fast_sms == 24);
+  CHECK(c.fast_sm_ratio == Approx(1.09));
+  // The 8B's fold: 14336 columns, equal 109; 24 tiles of 116, then 107. o_proj: 4096 rows, equal
+  // 32; 24 tiles of 32, then 31.
+  CHECK(c.tiling.at("gate_proj").at("N_tile") == 107);
+  CHECK(c.tiling.at("gate_proj").at("wide_tiles") == 24);
+  CHECK(c.tiling.at("gate_proj").at("wide_N_tile") == 116);
+  CHECK(c.tiling.at("o_proj").at("N_tile") == 31);
+  CHECK(c.tiling.at("o_proj").at("wide_N_tile") == 32);
+  CHECK(c.tiling.at("lm_head").count("wide_tiles") == 1);
+  CHECK(c.tiling.at("q_proj").count("wide_tiles") == 0);  // q / k / v share a stage three ways: equal tiles
+
+  const ir::Program wide = lower_preset(m, fast), plain = lower_preset(m, equal);
+  const ir::ValidationResult v = ir::validate(wide);
+  INFO(v.report());
+  REQUIRE(v.ok);
+  for (const char* kind : {".mlp_fold[", ".o_proj["}) {
+    const auto wide_stages = stages_of(wide, kind), plain_stages = stages_of(plain, kind);
+    REQUIRE(wide_stages.size() == 32);  // one per layer
+    for (const auto& [counter, stage] : wide_stages) {
+      CAPTURE(kind, counter);
+      // Every wide tile on its own SM in [0, 24), and every narrow one outside it.
+      const int64_t wide_n = c.tiling.at(kind == std::string(".o_proj[") ? "o_proj" : "gate_proj").at("wide_N_tile");
+      std::set<int32_t> wide_sms;
+      for (const ir::Task* t : stage) {
+        const bool is_wide = t->params.int_or("N_tile", 0) == wide_n;
+        CHECK(is_wide == (*t->sm < 24));
+        if (is_wide) CHECK(wide_sms.insert(*t->sm).second);
+      }
+      CHECK(wide_sms.size() == 24);
+    }
+    // Each stage ends sooner counted in weighted bytes than with equal tiles on the same SMs.
+    auto w = wide_stages.begin();
+    for (auto p = plain_stages.begin(); p != plain_stages.end(); ++p, ++w)
+      CHECK(weighted_end(w->second, 24, 1.09) < weighted_end(p->second, 24, 1.09));
+  }
+  // The program JSON keeps the knobs, and one without them reads as before.
+  const std::string text = ir::program_to_json(wide);
+  CHECK_THAT(text, Contains("\"fast_sms\": 24"));
+  CHECK_THAT(ir::program_to_json(plain), !Contains("fast_sms"));
+}
+
+TEST_CASE("stage_balance with every capacity 1 is the unweighted order", "[schedule]") {
+  // fast_sms 0 and fast_sms > 0 at ratio 1.0 weigh nothing: the same SM for every task.
+  const schedule::ModelConfig m = model("llama-3.2-1b.json");
+  schedule::DecodePreset preset;
+  preset.mlp_fold = schedule::MlpFold::On;
+  ir::ScheduleConfig c = preset_config(m, preset);
+  const auto lowered = [&](const ir::ScheduleConfig& config) {
+    auto p = schedule::lower(m, config, h100(), schedule::LowerOptions{256, ir::DType::BF16, ir::DType::BF16});
+    REQUIRE(p.is_ok());
+    return *p;
+  };
+  const ir::Program base = lowered(c);
+  c.fast_sms = 24;
+  c.fast_sm_ratio = 1.0;
+  const ir::Program same = lowered(c);
+  REQUIRE(base.tasks.size() == same.tasks.size());
+  for (size_t i = 0; i < base.tasks.size(); ++i) CHECK(*base.tasks[i].sm == *same.tasks[i].sm);
+  c.fast_sm_ratio = 1.09;  // and with a ratio, the same equal tiles move
+  const ir::Program moved = lowered(c);
+  size_t differ = 0;
+  for (size_t i = 0; i < base.tasks.size(); ++i) differ += *base.tasks[i].sm != *moved.tasks[i].sm;
+  CHECK(differ > 0);
+}
