@@ -16,7 +16,7 @@ constexpr int kThreads = 256;
 // 32 KiB keep as many bytes in flight. 128 KiB of shared memory also keeps a second block off
 // each SM, so every block has its SM to itself.
 constexpr int kSlots = 4;
-constexpr uint32_t kSlotBytes = 32 * 1024;
+constexpr uint32_t kSlotBytes = uint32_t{1} << 15;  // 32 KiB
 constexpr size_t kDynSmem = size_t{kSlots} * kSlotBytes;
 
 __global__ void __launch_bounds__(kThreads, 1)
