@@ -68,3 +68,20 @@ TEST_CASE("SmBalancer: the heavy queues follow the fast SMs, and move only when 
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Matchers::Contains("SmBalancer"));
 }
+
+TEST_CASE("sm_first_queues: the heaviest queue first on the fastest SM id, the rest unranked", "[vm][sm_balance]") {
+  // Three queues, the middle one heaviest; SM ids 0..4 with 3 the fastest, 1 unknown.
+  const auto first = amk::vm::gpuvm::sm_first_queues({5, 9, 1}, {1.0, 0.0, 1.0, 1.3, 1.0}, 8);
+  REQUIRE(first.size() == 8);
+  CHECK(first[3] == 1);     // fastest SM, heaviest queue
+  CHECK(first[0] == 0);     // then by SM id among equals: 0, 2, 4 get queues 0 and 2 in load order
+  CHECK(first[2] == 2);
+  CHECK(first[4] == 0xff);  // every queue already has an SM
+  CHECK(first[1] == 0xff);  // no speed measured
+  CHECK(first[7] == 0xff);  // no such SM
+  // SM ids past max_sm_ids are left out.
+  const auto small = amk::vm::gpuvm::sm_first_queues({1, 2}, {1.0, 1.0, 2.0}, 2);
+  REQUIRE(small.size() == 2);
+  CHECK(small[0] == 1);
+  CHECK(small[1] == 0);
+}

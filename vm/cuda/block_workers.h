@@ -91,6 +91,24 @@ inline Result<std::vector<int32_t>> match_blocks_to_queues(const std::vector<dou
   return table;
 }
 
+/// For the device-side claim (KernelArgs::sm_claims, a kernel built with AMK_SM_CLAIM): the queue
+/// a block on each SM id tries first. The heaviest queue goes to the fastest SM, the second to the
+/// second, and so on (ties keep index order); SM ids beyond `max_sm_ids`, without a speed, or left
+/// over once every queue has one, get 0xff (the block then starts from its own index).
+inline std::vector<uint8_t> sm_first_queues(const std::vector<double>& queue_load, const std::vector<double>& speed_by_sm,
+                                            int max_sm_ids) {
+  std::vector<uint8_t> out(static_cast<size_t>(max_sm_ids), 0xff);
+  std::vector<int32_t> sms, queues(queue_load.size());
+  for (size_t sm = 0; sm < speed_by_sm.size() && static_cast<int>(sm) < max_sm_ids; ++sm)
+    if (speed_by_sm[sm] > 0.0) sms.push_back(static_cast<int32_t>(sm));
+  for (size_t q = 0; q < queues.size(); ++q) queues[q] = static_cast<int32_t>(q);
+  std::stable_sort(sms.begin(), sms.end(), [&](int32_t a, int32_t b) { return speed_by_sm[a] > speed_by_sm[b]; });
+  std::stable_sort(queues.begin(), queues.end(), [&](int32_t a, int32_t b) { return queue_load[a] > queue_load[b]; });
+  for (size_t i = 0; i < sms.size() && i < queues.size() && queues[i] < 0xff; ++i)
+    out[static_cast<size_t>(sms[i])] = static_cast<uint8_t>(queues[i]);
+  return out;
+}
+
 /// Keeps a schedule's heavier queues on the SMs that stream faster from launch to launch
 /// (docs/SM_BALANCE.md). A launch records the SM each worker started on (KernelArgs::worker_sm);
 /// observe() turns that into each block's SM and, when the placement moved (or on the first

@@ -86,6 +86,7 @@ class CudaExecutor final : public Executor {
     if (d_trace_ != nullptr) (void)gpu::free_device(d_trace_);
     if (d_chunk_trace_ != nullptr) (void)gpu::free_device(d_chunk_trace_);
     if (d_worker_sm_ != nullptr) (void)gpu::free_device(d_worker_sm_);
+    if (d_claims_ != nullptr) (void)gpu::free_device(d_claims_);
     if (d_arena_ != nullptr) (void)gpu::free_device(d_arena_);
     if (d_ctrl_ != nullptr) (void)gpu::free_device(d_ctrl_);
     if (d_stream_ != nullptr) (void)gpu::free_device(d_stream_);
@@ -558,6 +559,13 @@ class CudaExecutor final : public Executor {
       if (t.sm && *t.sm >= 0 && *t.sm < workers_) balancer_.queue_load[static_cast<size_t>(*t.sm)] += static_cast<double>(t.est_bytes);
     AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_worker_sm_), sizeof(int32_t) * static_cast<size_t>(workers_)));
     AMK_GPU_TRY(gpu::host_alloc_mapped(reinterpret_cast<void**>(&h_worker_sm_), sizeof(int32_t) * static_cast<size_t>(workers_)));
+    // The device-side claim (a kernel built with AMK_SM_CLAIM; others ignore it): each block
+    // starts from the queue ranked for its SM, whatever block index it got.
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_claims_), sizeof(uint32_t) * static_cast<size_t>(workers_)));
+    AMK_GPU_TRY(gpu::memset_device(d_claims_, 0, sizeof(uint32_t) * static_cast<size_t>(workers_)));
+    args_.sm_claims = d_claims_;
+    const std::vector<uint8_t> first = gpuvm::sm_first_queues(balancer_.queue_load, balancer_.speed_by_sm, gpuvm::kMaxSmIds);
+    std::copy(first.begin(), first.end(), args_.sm_queue);
     balancing_ = true;
     report_.sm_balance = std::to_string(fast) + " fast SMs measured, the schedule's " + std::to_string(cfg->fast_sms);
     return Status::ok();
@@ -908,6 +916,8 @@ class CudaExecutor final : public Executor {
 
   Status zero_counters() {
     AMK_GPU_TRY(gpu::memset_async(d_counters_, 0, counter_bytes_, stream_));
+    // The claims hold epochs too: a restarted epoch must not find its own value left there.
+    if (d_claims_ != nullptr) AMK_GPU_TRY(gpu::memset_async(d_claims_, 0, sizeof(uint32_t) * static_cast<size_t>(workers_), stream_));
     AMK_GPU_TRY(gpu::stream_sync(stream_));
     epoch_ = 0;
     return Status::ok();
@@ -991,6 +1001,7 @@ class CudaExecutor final : public Executor {
   int32_t* d_worker_sm_ = nullptr;        ///< a traced (or balanced) launch's SM per worker (LaunchTrace::worker_sm)
   int32_t* h_worker_sm_ = nullptr;        ///< pinned: the last balanced launch's copy of it
   bool balancing_ = false;                ///< choose_sm_balance turned it on
+  uint32_t* d_claims_ = nullptr;          ///< KernelArgs::sm_claims (balancing only)
   gpuvm::SmBalancer balancer_;
   int32_t chunks_per_worker_ = 0;         ///< the most weight-stream chunks of one worker's queue
   size_t dyn_smem_ = 0;

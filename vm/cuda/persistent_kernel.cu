@@ -882,12 +882,43 @@ __device__ float4* aligned_dyn_base(float4* raw) {
   return reinterpret_cast<float4*>(reinterpret_cast<char*>(raw) + ((kMask + 1u - (at & kMask)) & kMask));
 }
 
+#ifdef AMK_SM_CLAIM
+/// Thread 0: the first worker of first, first + 1, ... (mod n) that no other block has claimed in
+/// this launch (KernelArgs::sm_claims). Scalars only: a function taking the KernelArgs by
+/// reference made ptxas copy all of them to the stack (1.9 KiB frame, spills in every kernel).
+__device__ __noinline__ int claim_worker(uint32_t* claims, uint32_t epoch, int first, int n) {
+  for (int i = 0; i < n; ++i) {
+    const int w = (first + i) % n;
+    if (atomicExch(&claims[w], epoch) != epoch) return w;
+  }
+  return first;  // not reached: n blocks take one queue each of n
+}
+#endif  // AMK_SM_CLAIM
+
 __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(KernelArgs args) {
   extern __shared__ float4 s_dyn_raw[];
   float4* const s_dyn = aligned_dyn_base(s_dyn_raw);
   __shared__ SharedState s;
+#ifdef AMK_SM_CLAIM
+  // The queue this block runs: the table's, or with claims the one ranked for the SM it landed on
+  // (the placement moves between launches) or the next free one after it.
+  __shared__ int s_worker;
+  if (threadIdx.x == 0) {
+    const int n = static_cast<int>(gridDim.x);
+    int w = args.block_workers_in_args != 0 ? static_cast<int>(args.block_workers[blockIdx.x]) : static_cast<int>(blockIdx.x);
+    if (args.sm_claims != nullptr) {
+      const int sm = gpu::sm_id();
+      const int ranked = sm >= 0 && sm < kMaxSmIds ? static_cast<int>(args.sm_queue[sm]) : n;
+      w = claim_worker(args.sm_claims, args.step.epoch, ranked < n ? ranked : w, n);
+    }
+    s_worker = w;
+  }
+  __syncthreads();
+  const int worker = s_worker;
+#else
   const int worker = args.block_workers_in_args != 0 ? static_cast<int>(args.block_workers[blockIdx.x])
                                                     : static_cast<int>(blockIdx.x);
+#endif  // AMK_SM_CLAIM
   const int32_t* const bounds = args.queue_offsets_in_args != 0 ? args.queue_offsets : args.prog.sm_queue_offsets;
   const int32_t begin = bounds[worker];
   const int32_t end = bounds[worker + 1];
