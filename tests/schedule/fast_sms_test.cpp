@@ -217,6 +217,11 @@ TEST_CASE("the preset's fast_sms: each stage's wide tiles on the fast SMs, the s
   // The program JSON keeps the knobs, and one without them reads as before.
   const std::string text = ir::program_to_json(wide);
   CHECK_THAT(text, Contains("\"fast_sms\": 24"));
+  auto back = ir::program_from_json_text(text);
+  REQUIRE(back.is_ok());
+  REQUIRE(back->config.has_value());
+  CHECK(back->config->fast_sms == 24);
+  CHECK(back->config->fast_sm_ratio == Approx(1.09));
   CHECK_THAT(ir::program_to_json(plain), !Contains("fast_sms"));
 }
 

@@ -567,6 +567,7 @@ class CudaExecutor final : public Executor {
     const std::vector<uint8_t> first = gpuvm::sm_first_queues(balancer_.queue_load, balancer_.speed_by_sm, gpuvm::kMaxSmIds);
     std::copy(first.begin(), first.end(), args_.sm_queue);
     balancing_ = true;
+    report_.sm_claims = gpuvm::kernel_claims_by_sm();
     report_.sm_balance = std::to_string(fast) + " fast SMs measured, the schedule's " + std::to_string(cfg->fast_sms);
     return Status::ok();
 #endif  // AMK_USE_HIP

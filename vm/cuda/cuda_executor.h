@@ -71,6 +71,10 @@ struct GpuKernelReport {
   /// the schedule's fast_sms (updated as launches move tables: see balance_moves).
   std::string sm_balance = "off";
   int balance_moves = 0;  ///< block -> worker tables the balancing has handed out so far
+  /// The kernels claim their queues by the SM each block lands on (a build with -DAMK_SM_CLAIM):
+  /// with balancing on, the heavy queues then follow the fast SMs in every launch and the table
+  /// is only the fallback.
+  bool sm_claims = false;
   int ring_slots = 0, ring_slot_bytes = 0;  ///< shared-memory weight ring (0 = off)
   int ring_offset = 0;  ///< bytes from the aligned dynamic shared memory base to the ring (dyn_smem_layout.h)
   /// Most chunks the ring holds unconsumed while a streamed task runs (KernelArgs::ring_streaming_cap;

@@ -1059,6 +1059,14 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
 
 /// The launch floor: a kernel that does nothing, launched as the persistent kernel is.
 #ifndef AMK_KERNEL_TU_NS  // one empty kernel will do
+bool kernel_claims_by_sm() {
+#ifdef AMK_SM_CLAIM
+  return true;
+#else
+  return false;
+#endif  // AMK_SM_CLAIM
+}
+
 __global__ void __launch_bounds__(kBlockThreads, 1) amk_empty_kernel() {}
 
 Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream) {

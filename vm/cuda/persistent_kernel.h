@@ -176,6 +176,10 @@ KernelEntry attention_kernel();
 /// the only kernel besides the fold kernel that runs them. HIP builds have none: default_kernel().
 KernelEntry step_gemv_kernel();
 
+/// Whether this build's kernels claim their queues by SM (-DAMK_SM_CLAIM: KernelArgs::sm_claims);
+/// the same in every kernel of a build (one set of CUDA flags).
+bool kernel_claims_by_sm();
+
 /// Cooperative launch of an empty kernel with the persistent kernel's geometry (block size,
 /// `workers` blocks, `dyn_smem` bytes of dynamic shared memory): the floor under every launch.
 Status empty_kernel_launch(int workers, size_t dyn_smem, gpu::Stream stream);
