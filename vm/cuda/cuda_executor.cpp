@@ -545,8 +545,13 @@ class CudaExecutor final : public Executor {
     std::vector<double> speeds = options.sm_speeds;
     int fast = 0;
     if (speeds.empty()) {
+      // A failed calibration (no memory for its scratch, say) leaves the program runnable: the
+      // wide tiles then run wherever the blocks land, slower but correct, and the report says why.
       Result<gpuvm::SmSpeeds> measured = gpuvm::measure_sm_speeds();
-      if (!measured) return measured.status();
+      if (!measured) {
+        report_.sm_balance = "off (measuring the SM speeds failed: " + measured.status().message() + ")";
+        return Status::ok();
+      }
       speeds = measured->by_sm;
       fast = measured->fast;
     } else {
@@ -566,8 +571,10 @@ class CudaExecutor final : public Executor {
     args_.sm_claims = d_claims_;
     const std::vector<uint8_t> first = gpuvm::sm_first_queues(balancer_.queue_load, balancer_.speed_by_sm, gpuvm::kMaxSmIds);
     std::copy(first.begin(), first.end(), args_.sm_queue);
-    balancing_ = true;
     report_.sm_claims = gpuvm::kernel_claims_by_sm();
+    // Kernels that claim by SM choose at each launch; only the others need the placement back.
+    balancing_ = !report_.sm_claims;
+    if (report_.sm_claims) report_.block_workers = "claimed by SM at each launch";
     report_.sm_balance = std::to_string(fast) + " fast SMs measured, the schedule's " + std::to_string(cfg->fast_sms);
     return Status::ok();
 #endif  // AMK_USE_HIP
@@ -1001,7 +1008,7 @@ class CudaExecutor final : public Executor {
   ChunkTiming* d_chunk_trace_ = nullptr;  ///< a traced launch's chunk records (ring on)
   int32_t* d_worker_sm_ = nullptr;        ///< a traced (or balanced) launch's SM per worker (LaunchTrace::worker_sm)
   int32_t* h_worker_sm_ = nullptr;        ///< pinned: the last balanced launch's copy of it
-  bool balancing_ = false;                ///< choose_sm_balance turned it on
+  bool balancing_ = false;                ///< the table path of choose_sm_balance (kernels without claims)
   uint32_t* d_claims_ = nullptr;          ///< KernelArgs::sm_claims (balancing only)
   gpuvm::SmBalancer balancer_;
   int32_t chunks_per_worker_ = 0;         ///< the most weight-stream chunks of one worker's queue
