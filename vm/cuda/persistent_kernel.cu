@@ -85,6 +85,7 @@
 #include "targets/cuda/bulk_prefetch.cuh"
 #include "vm/cuda/dyn_smem_layout.h"
 #include "vm/cuda/ring_index.h"
+#include "vm/cuda/sm_claim.h"
 #include "vm/cuda/stage_handoff.cuh"
 
 namespace amk::vm::gpuvm {
@@ -883,15 +884,15 @@ __device__ float4* aligned_dyn_base(float4* raw) {
 }
 
 #ifdef AMK_SM_CLAIM
-/// Thread 0: the first worker of first, first + 1, ... (mod n) that no other block has claimed in
-/// this launch (KernelArgs::sm_claims). Scalars only: a function taking the KernelArgs by
-/// reference made ptxas copy all of them to the stack (1.9 KiB frame, spills in every kernel).
-__device__ __noinline__ int claim_worker(uint32_t* claims, uint32_t epoch, int first, int n) {
-  for (int i = 0; i < n; ++i) {
-    const int w = (first + i) % n;
-    if (atomicExch(&claims[w], epoch) != epoch) return w;
-  }
-  return first;  // not reached: n blocks take one queue each of n
+/// Thread 0: claim_first_free (sm_claim.h) over KernelArgs::sm_claims. Scalars only: a function
+/// taking the KernelArgs by reference made ptxas copy all of them to the stack (1.9 KiB frames,
+/// spills in every kernel).
+struct ClaimExchange {
+  uint32_t* claims;
+  AMK_DEVICE uint32_t operator()(int w, uint32_t epoch) const { return atomicExch(&claims[w], epoch); }
+};
+AMK_DEVICE_NOINLINE int claim_worker(uint32_t* claims, uint32_t epoch, int first, int n) {
+  return claim_first_free(ClaimExchange{claims}, epoch, first, n);
 }
 #endif  // AMK_SM_CLAIM
 
@@ -915,6 +916,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
   }
   __syncthreads();
   const int worker = s_worker;
+  if (worker < 0) return;  // not reached (sm_claim.h): the launch then times out naming the queue
 #else
   const int worker = args.block_workers_in_args != 0 ? static_cast<int>(args.block_workers[blockIdx.x])
                                                     : static_cast<int>(blockIdx.x);
