@@ -246,7 +246,7 @@ std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& ta
     int64_t rows = 0;
     const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";
     const int64_t per_sm = lm_head_per_sm ? tiling.lm_head_tiles_per_sm : tiling.tiles_per_stage;
-    if (wide && single_stage(p.name) && (lm_head_per_sm || tiling.tiles_per_stage > 0)) {
+    if (wide && single_stage(p.name)) {
       const WideTiles w = wide_tiles_for(p.stage_n, sms, std::min(tiling.fast_sms, sms), tiling.fast_sm_ratio, per_sm);
       j["tiling"][p.name]["N_tile"] = w.n_tile;
       if (w.wide_tiles > 0) {

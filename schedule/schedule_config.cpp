@@ -25,17 +25,16 @@ Status bad(const std::string& origin, const std::string& path, const std::string
 
 Result<ir::ScheduleConfig> schedule_config_from_json(const json& j, const std::string& origin) {
   if (!j.is_object()) return bad(origin, "(root)", "expected a JSON object (a ScheduleConfig)");
-  static const char* const kKnown[] = {"tiling",           "fusion_grouping",      "sm_assignment",
-                                       "fast_sms",         "fast_sm_ratio",        "pipelining_depth",
-                                       "page_allocation",  "threads_per_block",    "smem_bytes_per_block"};
+  static const char* const kKnown[] = {"tiling",          "fusion_grouping",   "sm_assignment",
+                                       "fast_sms",        "fast_sm_ratio",     "pipelining_depth",
+                                       "page_allocation", "threads_per_block", "smem_bytes_per_block"};
   for (const auto& item : j.items()) {
     bool known = false;
     for (const char* k : kKnown) known = known || item.key() == k;
     if (!known) {
-      return bad(origin, item.key(),
-                 "unknown schedule knob (known: tiling, fusion_grouping, sm_assignment, fast_sms, fast_sm_ratio, "
-                 "pipelining_depth, "
-                 "page_allocation, threads_per_block, smem_bytes_per_block)");
+      std::string list;
+      for (const char* k : kKnown) list += std::string(list.empty() ? "" : ", ") + k;
+      return bad(origin, item.key(), "unknown schedule knob (known: " + list + ")");
     }
   }
   // The types are the program "config" rules, so a schedule file and a program's config agree.

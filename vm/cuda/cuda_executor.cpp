@@ -566,11 +566,13 @@ class CudaExecutor final : public Executor {
     AMK_GPU_TRY(gpu::host_alloc_mapped(reinterpret_cast<void**>(&h_worker_sm_), sizeof(int32_t) * static_cast<size_t>(workers_)));
     // The device-side claim (a kernel built with AMK_SM_CLAIM; others ignore it): each block
     // starts from the queue ranked for its SM, whatever block index it got.
-    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_claims_), sizeof(uint32_t) * static_cast<size_t>(workers_)));
-    AMK_GPU_TRY(gpu::memset_device(d_claims_, 0, sizeof(uint32_t) * static_cast<size_t>(workers_)));
-    args_.sm_claims = d_claims_;
+    // Device memory: the claims, then each SM id's first queue (KernelArgs::sm_claims).
+    const size_t claim_bytes = sizeof(uint32_t) * static_cast<size_t>(workers_);
     const std::vector<uint8_t> first = gpuvm::sm_first_queues(balancer_.queue_load, balancer_.speed_by_sm, gpuvm::kMaxSmIds);
-    std::copy(first.begin(), first.end(), args_.sm_queue);
+    AMK_GPU_TRY(gpu::malloc_device(reinterpret_cast<void**>(&d_claims_), claim_bytes + first.size()));
+    AMK_GPU_TRY(gpu::memset_device(d_claims_, 0, claim_bytes));
+    AMK_GPU_TRY(gpu::memcpy_h2d(reinterpret_cast<char*>(d_claims_) + claim_bytes, first.data(), first.size()));
+    args_.sm_claims = d_claims_;
     report_.sm_claims = gpuvm::kernel_claims_by_sm();
     // Kernels that claim by SM choose at each launch; only the others need the placement back.
     balancing_ = !report_.sm_claims;

@@ -909,7 +909,8 @@ __global__ void __launch_bounds__(kBlockThreads, 1) amk_persistent_kernel(Kernel
     int w = args.block_workers_in_args != 0 ? static_cast<int>(args.block_workers[blockIdx.x]) : static_cast<int>(blockIdx.x);
     if (args.sm_claims != nullptr) {
       const int sm = gpu::sm_id();
-      const int ranked = sm >= 0 && sm < kMaxSmIds ? static_cast<int>(args.sm_queue[sm]) : n;
+      const auto* first_queue = reinterpret_cast<const uint8_t*>(args.sm_claims + n);  // after the claims
+      const int ranked = sm >= 0 && sm < kMaxSmIds ? static_cast<int>(first_queue[sm]) : n;
       w = claim_worker(args.sm_claims, args.step.epoch, ranked < n ? ranked : w, n);
     }
     s_worker = w;

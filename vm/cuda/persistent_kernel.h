@@ -39,8 +39,8 @@ inline constexpr int kMaxStagedTasks = 4;
 /// more workers reads them from prog.sm_queue_offsets. 160 covers today's GPUs (H100 / H200 132
 /// SMs, B200 148) and keeps the parameter block under 1.5 KiB, far inside the 4 KiB launch limit.
 inline constexpr int kMaxParamWorkers = 160;
-/// SM ids KernelArgs::sm_queue covers (H100 / H200: 0..131); a block on a higher id starts its
-/// claim at its block index.
+/// SM ids the first-queue table after KernelArgs::sm_claims covers (H100 / H200: 0..131); a block
+/// on a higher id starts its claim at its table entry.
 inline constexpr int kMaxSmIds = 256;
 
 struct KernelArgs {
@@ -107,13 +107,15 @@ struct KernelArgs {
   uint8_t block_workers[kMaxParamWorkers];
   /// Non-null (SM balancing in a kernel built with AMK_SM_CLAIM, docs/SM_BALANCE.md): each block
   /// claims its queue when it starts, because the block -> SM placement moves between launches.
-  /// It tries sm_queue[its %smid] first, then the following workers in turn; claims[w] ==
-  /// step.epoch marks worker w taken in this launch (an atomic exchange: the first block to
-  /// write it owns it). n blocks and n queues, so every block gets exactly one queue wherever it
-  /// lands: the SM id only picks which one it tries first. The host zeroes claims with the
-  /// counters, whenever the epoch restarts. Overrides block_workers.
+  /// Device memory: [workers] claims, then kMaxSmIds bytes, the queue a block on each SM id tries
+  /// first (0xff: none; host: sm_first_queues). A block tries that queue, then the following ones
+  /// in turn; claims[w] == step.epoch marks worker w taken in this launch (an atomic exchange: the
+  /// first block to write it owns it). n blocks and n queues, so every block gets exactly one
+  /// queue wherever it lands: the SM id only picks which one it tries first. The host zeroes the
+  /// claims with the counters, whenever the epoch restarts. Overrides block_workers. The ranks
+  /// live beside the claims rather than in the launch: 256 more parameter bytes in every
+  /// launch of every build would be paid for a measuring variant.
   uint32_t* sm_claims;
-  uint8_t sm_queue[kMaxSmIds];
 };
 
 static_assert(kMaxParamWorkers <= 256, "block_workers holds worker indices in a byte");
