@@ -69,23 +69,40 @@ void assign_load_balance(ir::Program& p, int64_t num_sms) {
 // with the bytes so far weighed the same way. A stage's wide tiles come first, so they go to the
 // fast SMs in every stage, and the narrow ones fill the rest. With every capacity 1 the order is
 // exactly the unweighted one.
+//
+// Only a stage with at least one task per SM is weighed. A smaller stage (k / v, the attention
+// heads, a 128-tile o_proj on 132 SMs) gives every task an SM of its own either way, so weighing
+// it cannot end it sooner by more than the ratio on one task; what it does instead is put the
+// first tasks of every such stage on the same fast SMs, layer after layer, where the unweighted
+// tie-break on the bytes so far staggers them (session 54: the 1B 6.5% slower with it on an H100,
+// docs/PERFORMANCE.md row 212).
 void assign_stage_balance(ir::Program& p, int64_t num_sms, int64_t fast_sms, double fast_ratio) {
   struct StageLoad {
     std::vector<int64_t> bytes, tasks;
+    const std::vector<double>* capacity = nullptr;
   };
   const auto n = static_cast<size_t>(num_sms);
-  std::vector<double> capacity(n, 1.0);
-  for (size_t sm = 0; sm < n && static_cast<int64_t>(sm) < fast_sms; ++sm) capacity[sm] = fast_ratio;
+  const auto key_of = [](const ir::Task& task, int64_t& lone) {
+    return task.out_counter.value >= 0 ? task.out_counter.value : --lone;  // no out counter: a stage of its own
+  };
+  std::map<int64_t, size_t> stage_tasks;
+  int64_t lone = -1;
+  for (const ir::Task& task : p.tasks) ++stage_tasks[key_of(task, lone)];
+  const std::vector<double> unweighted(n, 1.0);
+  std::vector<double> fast(n, 1.0);
+  for (size_t sm = 0; sm < n && static_cast<int64_t>(sm) < fast_sms; ++sm) fast[sm] = fast_ratio;
   std::vector<int64_t> total(n, 0);
   std::map<int64_t, StageLoad> stages;  // out counter -> load in that stage
-  int64_t lone = -1;                    // a task without an out counter is a stage of its own
+  lone = -1;
   for (ir::Task& task : p.tasks) {
-    const int64_t key = task.out_counter.value >= 0 ? task.out_counter.value : --lone;
+    const int64_t key = key_of(task, lone);
     StageLoad& st = stages[key];
     if (st.bytes.empty()) {
       st.bytes.assign(n, 0);
       st.tasks.assign(n, 0);
+      st.capacity = stage_tasks[key] >= n ? &fast : &unweighted;
     }
+    const std::vector<double>& capacity = *st.capacity;
     const auto end_of = [&](size_t sm) { return static_cast<double>(st.bytes[sm] + task.est_bytes) / capacity[sm]; };
     const auto so_far = [&](size_t sm) { return static_cast<double>(total[sm]) / capacity[sm]; };
     size_t best = 0;
