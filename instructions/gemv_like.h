@@ -257,6 +257,11 @@ AMK_HD void gemv_weight_range(const MatmulArgs& mm, const void** ptr, uint64_t* 
   *bytes = static_cast<uint64_t>((mm.n_end - mm.n_begin) * mm.K * esize);
 }
 
+/// Most weight bytes a task streams through the GPU kernel's ring; a larger one loads its weights
+/// itself (vm/cuda/cuda_executor.cpp stream_share, docs/PERFORMANCE.md row 65). The decode
+/// preset keeps its wide tiles within it (schedule::DecodePreset::wide_tile_max_bytes).
+inline constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
+
 /// Most rows one chunk of the GPU weight stream holds (its per-row partial sums live in shared
 /// memory: persistent_kernel.cu sizes them by this).
 inline constexpr int64_t kStreamChunkMaxRows = 256;

@@ -74,7 +74,8 @@ bool replaced_by_rope_qkv(const std::vector<std::string>& group) {
 
 }  // namespace
 
-WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio, int64_t per_sm) {
+WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio, int64_t per_sm,
+                         int64_t max_wide_rows) {
   // Whole rows make the ideal widths (n / (slow + fast x ratio) and ratio x that) unreachable, so
   // try the narrow widths around the ideal one, each with the narrowest wide tile that still
   // covers n, and keep the one whose stage ends first: max(narrow, wide / ratio) in slow-SM rows.
@@ -86,14 +87,23 @@ WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio,
   best.n_tile = std::max<int64_t>(1, (n + sms * per_sm - 1) / (sms * per_sm));  // equal tiles
   best.wide_n_tile = best.n_tile;
   double best_end = static_cast<double>(best.n_tile);
-  for (int64_t narrow = std::max<int64_t>(1, ideal - 1); wide_count > 0 && narrow <= ideal + 2; ++narrow) {
-    const int64_t rest = n - narrow_count * narrow;
-    const int64_t wide = std::max(narrow, rest <= 0 ? narrow : (rest + wide_count - 1) / wide_count);
+  // Where the equal tiles fit the bound, so must the wide ones (DecodePreset::wide_tile_max_bytes).
+  const bool bounded = max_wide_rows > 0 && best.n_tile <= max_wide_rows;
+  const auto consider = [&](int64_t narrow, int64_t wide) {
     const double end = std::max(static_cast<double>(narrow), static_cast<double>(wide) / ratio);
-    if (wide > narrow && end < best_end) {
+    if (wide > narrow && (!bounded || wide <= max_wide_rows) && end < best_end) {
       best = WideTiles{narrow, wide, wide_count};
       best_end = end;
     }
+  };
+  for (int64_t narrow = std::max<int64_t>(1, ideal - 1); wide_count > 0 && narrow <= ideal + 2; ++narrow) {
+    const int64_t rest = n - narrow_count * narrow;
+    consider(narrow, std::max(narrow, rest <= 0 ? narrow : (rest + wide_count - 1) / wide_count));
+  }
+  // The bound itself as the wide width: the narrow tiles cover the rest.
+  if (bounded && wide_count > 0 && narrow_count > 0) {
+    const int64_t rest = n - wide_count * max_wide_rows;
+    consider(std::max<int64_t>(1, rest <= 0 ? 1 : (rest + narrow_count - 1) / narrow_count), max_wide_rows);
   }
   return best;
 }
@@ -247,7 +257,9 @@ std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& ta
     const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";
     const int64_t per_sm = lm_head_per_sm ? tiling.lm_head_tiles_per_sm : tiling.tiles_per_stage;
     if (wide && single_stage(p.name)) {
-      const WideTiles w = wide_tiles_for(p.stage_n, sms, std::min(tiling.fast_sms, sms), tiling.fast_sm_ratio, per_sm);
+      const int64_t row_bytes = p.k * std::max(1, ir::dtype_bits(dtype) / 8);
+      const WideTiles w = wide_tiles_for(p.stage_n, sms, std::min(tiling.fast_sms, sms), tiling.fast_sm_ratio, per_sm,
+                                         tiling.wide_tile_max_bytes / row_bytes);
       j["tiling"][p.name]["N_tile"] = w.n_tile;
       if (w.wide_tiles > 0) {
         j["tiling"][p.name]["wide_tiles"] = w.wide_tiles;

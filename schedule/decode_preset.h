@@ -122,6 +122,12 @@ struct DecodePreset {
   /// 0 (the default): all tiles equal. Only with tiles_per_stage > 0 and stage_balance.
   int64_t fast_sms = 0;
   double fast_sm_ratio = kDefaultFastSmRatio;
+  /// A wide tile stays within this many weight bytes where the equal tile does: the CUDA weight
+  /// stream carries a task of at most instructions::kStreamMaxTaskBytes (4 MiB) through the ring
+  /// and loads a larger one itself, slower. The 1B's lm_head at ratio 1.09 made 12 wide tiles of
+  /// 1048 rows (4.1 MiB) where the equal ones have 972 (3.8 MiB): an H100 ran the 1B 5.9% slower
+  /// (docs/PERFORMANCE.md row 212). 0: no bound.
+  int64_t wide_tile_max_bytes = int64_t{4} << 20;
 };
 
 /// One single-projection stage's tiles with fast SMs (DecodePreset::fast_sms): `wide_tiles` of
@@ -135,8 +141,10 @@ struct WideTiles {
 /// together covering n in at most sms x per_sm tiles, with the widths (whole rows) that end the
 /// stage first (8B fold, 132 SMs, 24 fast at 1.09: 116 and 107 rows, where equal tiles are 109).
 /// Where whole rows leave nothing to gain (the 1B's o_proj: 16-row tiles) the tiles stay equal:
-/// wide_n_tile == n_tile, wide_tiles 0.
-WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio, int64_t per_sm);
+/// wide_n_tile == n_tile, wide_tiles 0. `max_wide_rows` > 0 bounds the wide tiles where the equal
+/// tiles are within it (DecodePreset::wide_tile_max_bytes in rows).
+WideTiles wide_tiles_for(int64_t n, int64_t sms, int64_t fast_sms, double ratio, int64_t per_sm,
+                         int64_t max_wide_rows = 0);
 
 /// Whether the preset puts the rope into the q / k GEMVs: rope_in_qkv unless AMK_ROPE_IN_QKV says
 /// "0" or "1" (read now), and never with the attention in o_proj or a dropped qkv group.

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "instructions/gemv_like.h"
 #include "ir/json.h"
 #include "ir/validate.h"
 #include "schedule/decode_preset.h"
@@ -113,6 +114,53 @@ TEST_CASE("wide_tiles_for: wide tiles ratio x wider, covering n in at most sms x
           CHECK(std::max<double>(w.n_tile, w.wide_n_tile / ratio) < equal);
         }
       }
+}
+
+TEST_CASE("wide_tiles_for: no wide tile past the weight stream's task bound where the equal ones fit", "[schedule]") {
+  // The 1B's lm_head (128256 rows of 4 KiB), 12 of 132 SMs fast at 1.09: unbounded, the wide
+  // tiles were 1048 rows (4.1 MiB), past the 4 MiB a task streams through the ring (row 212).
+  const schedule::WideTiles free = schedule::wide_tiles_for(128256, 132, 12, 1.09, 1);
+  CHECK(free.wide_n_tile > 1024);
+  const schedule::WideTiles bound = schedule::wide_tiles_for(128256, 132, 12, 1.09, 1, 1024);
+  CHECK(bound.wide_tiles == 12);
+  CHECK(bound.wide_n_tile == 1024);  // the bound itself, the narrow tiles covering the rest
+  CHECK(bound.n_tile == 967);
+  CHECK(bound.n_tile < 972);  // still ends before the equal tiles
+  CHECK(schedule::spans_cover(128256, bound.n_tile, bound.wide_tiles, bound.wide_n_tile).size() <= 132);
+  for (int64_t n : {512, 8192, 14336, 128256})
+    for (int64_t max_rows : {1, 16, 64, 1000, 1024})
+      for (double ratio : {1.05, 1.09, 1.3}) {
+        CAPTURE(n, max_rows, ratio);
+        const schedule::WideTiles w = schedule::wide_tiles_for(n, 132, 24, ratio, 1, max_rows);
+        const int64_t equal = (n + 131) / 132;
+        if (equal <= max_rows) CHECK(w.wide_n_tile <= max_rows);  // the bound holds where it can
+        if (equal > max_rows) {  // equal tiles past it already: nothing to keep, so no bound
+          const schedule::WideTiles u = schedule::wide_tiles_for(n, 132, 24, ratio, 1);
+          CHECK((w.n_tile == u.n_tile && w.wide_n_tile == u.wide_n_tile && w.wide_tiles == u.wide_tiles));
+        }
+        CHECK(schedule::spans_cover(n, w.n_tile, w.wide_tiles, w.wide_n_tile).size() <= 132);
+      }
+}
+
+TEST_CASE("the preset's wide tiles stay within the bytes the weight stream carries", "[schedule]") {
+  CHECK(schedule::DecodePreset{}.wide_tile_max_bytes == static_cast<int64_t>(instructions::kStreamMaxTaskBytes));
+  for (const char* name : {"llama-3.2-1b.json", "llama-3-8b.json"})
+    for (double ratio : {1.05, 1.09, 1.3}) {
+      CAPTURE(name, ratio);
+      const schedule::ModelConfig m = model(name);
+      schedule::DecodePreset fast;
+      fast.fast_sms = 12;
+      fast.fast_sm_ratio = ratio;
+      const ir::ScheduleConfig c = preset_config(m, fast);
+      for (const auto& [proj, knobs] : c.tiling) {
+        if (knobs.count("wide_N_tile") == 0) continue;
+        const int64_t k = proj == "o_proj" ? m.q_dim() : proj == "down_proj" ? m.intermediate_size : m.hidden_size;
+        const int64_t rows = proj == "gate_proj" ? 3 : 1;  // the fold streams gate, up and down^T rows per column
+        CAPTURE(proj);
+        const auto cap = static_cast<int64_t>(instructions::kStreamMaxTaskBytes);
+        if (knobs.at("N_tile") * k * 2 * rows <= cap) CHECK(knobs.at("wide_N_tile") * k * 2 * rows <= cap);
+      }
+    }
 }
 
 TEST_CASE("tiling: wide_tiles and wide_N_tile per projection, together or not at all", "[schedule]") {

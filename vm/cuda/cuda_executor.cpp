@@ -637,7 +637,7 @@ class CudaExecutor final : public Executor {
       max_slots = std::min<int64_t>(gpuvm::kMaxRingSlots, std::atoi(env));
     const int64_t slots = std::min<int64_t>(max_slots, room / slot);
     if (slots < 2) return;  // one slot cannot overlap a copy with its use
-    stream_max_task_bytes_ = kStreamMaxTaskBytes;
+    stream_max_task_bytes_ = instructions::kStreamMaxTaskBytes;
     if (const char* env = std::getenv("AMK_STREAM_MAX_KIB"); env != nullptr && std::atoi(env) > 0)
       stream_max_task_bytes_ = uint64_t{1024} * static_cast<uint64_t>(std::atoi(env));  // a measuring knob
     ring_slots_ = static_cast<int32_t>(slots);
@@ -1017,10 +1017,8 @@ class CudaExecutor final : public Executor {
   size_t dyn_smem_ = 0;
   int32_t ring_slots_ = 0, ring_slot_bytes_ = 0;
   int64_t ring_skew_ = gpuvm::kRingSkewDefault;  ///< bytes past a 1024-byte boundary (dyn_smem_layout.h)
-  /// Most weight bytes a task may stream through the ring (stream_share).
-  static constexpr uint64_t kStreamMaxTaskBytes = uint64_t{4} << 20;
   gpuvm::KernelEntry kernel_ = gpuvm::default_kernel();  ///< chosen by choose_launch_shape for the program
-  uint64_t stream_max_task_bytes_ = kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
+  uint64_t stream_max_task_bytes_ = instructions::kStreamMaxTaskBytes;  ///< AMK_STREAM_MAX_KIB, read once by choose_ring
   int32_t split_rows_per_item_ = 0;  ///< AMK_STREAM_ROWS_PER_ITEM (0: gemv_stream_split decides), read by choose_ring
   int32_t split_seg_blocks_ = 0;     ///< AMK_STREAM_SEG_BLOCKS (0: gemv_stream_split decides), read by choose_ring
   gpuvm::WeightStreamEntry* d_stream_ = nullptr;
