@@ -74,8 +74,7 @@ void assign_load_balance(ir::Program& p, int64_t num_sms) {
 // heads, a 128-tile o_proj on 132 SMs) gives every task an SM of its own either way, so weighing
 // it cannot end it sooner by more than the ratio on one task; what it does instead is put the
 // first tasks of every such stage on the same fast SMs, layer after layer, where the unweighted
-// tie-break on the bytes so far staggers them (session 54: the 1B 6.5% slower with it on an H100,
-// docs/PERFORMANCE.md row 212).
+// tie-break on the bytes so far staggers them. (On an H100 the two rules ran alike, row 212.)
 void assign_stage_balance(ir::Program& p, int64_t num_sms, int64_t fast_sms, double fast_ratio) {
   struct StageLoad {
     std::vector<int64_t> bytes, tasks;
