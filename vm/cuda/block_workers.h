@@ -94,7 +94,10 @@ inline Result<std::vector<int32_t>> match_blocks_to_queues(const std::vector<dou
 /// For the device-side claim (KernelArgs::sm_claims, a kernel built with AMK_SM_CLAIM): the queue
 /// a block on each SM id tries first. The heaviest queue goes to the fastest SM, the second to the
 /// second, and so on (ties keep index order); SM ids beyond `max_sm_ids`, without a speed, or left
-/// over once every queue has one, get 0xff (the block then starts from its own index).
+/// over once every queue has one, get 0xff (the block then starts from its own index). Speeds for
+/// exactly the SMs that exist keep every block on its ranked queue: a block that starts from its
+/// own index may take a ranked queue before the block on that queue's SM claims it (session 54:
+/// speeds for 512 SM ids on a 132-SM chip put light queues on fast SMs).
 inline std::vector<uint8_t> sm_first_queues(const std::vector<double>& queue_load, const std::vector<double>& speed_by_sm,
                                             int max_sm_ids) {
   std::vector<uint8_t> out(static_cast<size_t>(max_sm_ids), 0xff);
