@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# tools/profiling/sm-balance-trace.sh (session 54's call 2, not run): the lm_head bound (15b252d) on the 1B, and where the 8B's fold stage ends
-# with 12 fast SMs: traced base vs claim (AMK_FAST_SMS=12, ratio 1.09), traces brought back.
-# needs base= and claim=-DAMK_SM_CLAIM prebuilt (tools/profiling/prebuild-ab.sh) and unpacked; carry [".deps/root/usr/lib/x86_64-linux-gnu", "build-pack/build-carry.tar.gz", "tools/profiling/sm-balance-trace.sh" is tracked]
+# tools/profiling/sm-balance-trace.sh (session 54's second call, never run: no device time left):
+# the lm_head bound (15b252d) on the 1B, and where the 8B's fold stage ends with 12 fast SMs:
+# traced base against claim (AMK_FAST_SMS=12, ratio 1.09), read by worker_speed.py, traces in $OUT.
+# Needs base= and claim=-DAMK_SM_CLAIM prebuilt (tools/profiling/prebuild-ab.sh); carry
+# [".deps/root/usr/lib/x86_64-linux-gnu", "build-pack/build-carry.tar.gz"].
 source tools/profiling/carry-env.sh
 L=$OUT/logs; mkdir -p $L
 timeout 60 $P/claim/tests/gpu/amk_gpu_tests "[sm_balance]" > $L/gpu-claim.log 2>&1; echo "gpu claim [sm_balance] rc=$? ($SECONDS s) $(tail -2 $L/gpu-claim.log | head -1)"
