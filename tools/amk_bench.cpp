@@ -338,7 +338,8 @@ int main(int argc, char** argv) {
       decode
           ->add_option("--fast-sms", dopt.fast_sms,
                        "built-in schedule: wider tiles for this many SMs that stream faster, run on the SMs measured "
-                       "fastest (docs/SM_BALANCE.md); auto = as many as measure so (env AMK_FAST_SMS sets the default)")
+                       "fastest (docs/SM_BALANCE.md); auto = as many as measure so (env AMK_FAST_SMS sets the default). "
+                       "Measured: no gain on an H100 (docs/PERFORMANCE.md row 212), so 0 by default")
           ->check(CLI::IsMember({"auto"}) | CLI::Range(0, 1024))
           ->capture_default_str(),
       decode
