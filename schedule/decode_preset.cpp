@@ -257,7 +257,7 @@ std::string decode_preset_json(const ModelConfig& model, const ir::GpuTarget& ta
     const bool lm_head_per_sm = tiling.lm_head_tiles_per_sm > 0 && std::string(p.name) == "lm_head";
     const int64_t per_sm = lm_head_per_sm ? tiling.lm_head_tiles_per_sm : tiling.tiles_per_stage;
     if (wide && single_stage(p.name)) {
-      const int64_t row_bytes = p.k * std::max(1, ir::dtype_bits(dtype) / 8);
+      const int64_t row_bytes = std::max<int64_t>(1, ir::dtype_nbytes(dtype, p.k));
       const WideTiles w = wide_tiles_for(p.stage_n, sms, std::min(tiling.fast_sms, sms), tiling.fast_sm_ratio, per_sm,
                                          tiling.wide_tile_max_bytes / row_bytes);
       j["tiling"][p.name]["N_tile"] = w.n_tile;

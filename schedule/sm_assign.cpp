@@ -78,32 +78,32 @@ void assign_load_balance(ir::Program& p, int64_t num_sms) {
 void assign_stage_balance(ir::Program& p, int64_t num_sms, int64_t fast_sms, double fast_ratio) {
   struct StageLoad {
     std::vector<int64_t> bytes, tasks;
-    const std::vector<double>* capacity = nullptr;
+    bool weighed = false;  ///< a task for every SM: fast SMs count fast_ratio times
   };
   const auto n = static_cast<size_t>(num_sms);
-  const auto key_of = [](const ir::Task& task, int64_t& lone) {
-    return task.out_counter.value >= 0 ? task.out_counter.value : --lone;  // no out counter: a stage of its own
-  };
+  // Each task's stage: its out counter, or a stage of its own (negative keys) without one.
+  std::vector<int64_t> keys(p.tasks.size());
   std::map<int64_t, size_t> stage_tasks;
-  int64_t lone = -1;
-  for (const ir::Task& task : p.tasks) ++stage_tasks[key_of(task, lone)];
-  const std::vector<double> unweighted(n, 1.0);
-  std::vector<double> fast(n, 1.0);
-  for (size_t sm = 0; sm < n && static_cast<int64_t>(sm) < fast_sms; ++sm) fast[sm] = fast_ratio;
+  for (size_t i = 0, lone = 0; i < p.tasks.size(); ++i) {
+    const int64_t counter = p.tasks[i].out_counter.value;
+    keys[i] = counter >= 0 ? counter : -static_cast<int64_t>(++lone);
+    ++stage_tasks[keys[i]];
+  }
   std::vector<int64_t> total(n, 0);
   std::map<int64_t, StageLoad> stages;  // out counter -> load in that stage
-  lone = -1;
-  for (ir::Task& task : p.tasks) {
-    const int64_t key = key_of(task, lone);
-    StageLoad& st = stages[key];
+  for (size_t i = 0; i < p.tasks.size(); ++i) {
+    ir::Task& task = p.tasks[i];
+    StageLoad& st = stages[keys[i]];
     if (st.bytes.empty()) {
       st.bytes.assign(n, 0);
       st.tasks.assign(n, 0);
-      st.capacity = stage_tasks[key] >= n ? &fast : &unweighted;
+      st.weighed = stage_tasks.at(keys[i]) >= n;
     }
-    const std::vector<double>& capacity = *st.capacity;
-    const auto end_of = [&](size_t sm) { return static_cast<double>(st.bytes[sm] + task.est_bytes) / capacity[sm]; };
-    const auto so_far = [&](size_t sm) { return static_cast<double>(total[sm]) / capacity[sm]; };
+    const auto capacity = [&](size_t sm) {
+      return st.weighed && static_cast<int64_t>(sm) < fast_sms ? fast_ratio : 1.0;
+    };
+    const auto end_of = [&](size_t sm) { return static_cast<double>(st.bytes[sm] + task.est_bytes) / capacity(sm); };
+    const auto so_far = [&](size_t sm) { return static_cast<double>(total[sm]) / capacity(sm); };
     size_t best = 0;
     for (size_t sm = 1; sm < n; ++sm) {
       const double end = end_of(sm), best_end = end_of(best), was = so_far(sm), best_was = so_far(best);
